@@ -1,0 +1,117 @@
+"""The `trailforge` command: a thin layer over the library.
+
+  trailforge ls                                  recipes, config groups and their options
+  trailforge validate [recipe=NAME] [overrides]  compose and validate without running anything
+  trailforge compose [recipe=NAME] [overrides]   write params.yaml (and point DVC at the recipe)
+  trailforge run [recipe=NAME] [overrides]       compose, then `dvc repro`
+  trailforge report [--outputs DIR]              accepted / rejected counts and reasons per stage
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from ..config import ConfigError, compose, validate, write_params
+from ..config.compose import list_groups, list_recipes, point_dvc_at_recipe, project_root
+
+STAGE_ORDER = ["discover", "snapshot", "seeds", "tasks", "verify", "release"]
+
+
+def _split(args: list[str]) -> tuple[str, list[str]]:
+    recipe, overrides = "demo", []
+    for arg in args:
+        if arg.startswith("recipe="):
+            recipe = arg.split("=", 1)[1]
+        else:
+            overrides.append(arg)
+    return recipe, overrides
+
+
+def cmd_ls(_: argparse.Namespace) -> int:
+    root = project_root()
+    print("recipes:", ", ".join(list_recipes(root)))
+    for group, options in list_groups(root).items():
+        print(f"{group}: {', '.join(options)}")
+    return 0
+
+
+def _compose_valid(args: argparse.Namespace):
+    recipe, overrides = _split(args.settings)
+    data = compose(recipe, overrides)
+    validate(data)
+    return recipe, data
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    recipe, data = _compose_valid(args)
+    print(f"recipe '{recipe}' is valid ({len(data)} top-level keys)")
+    return 0
+
+
+def cmd_compose(args: argparse.Namespace) -> int:
+    recipe, data = _compose_valid(args)
+    root = project_root()
+    out = Path(args.output) if args.output else root / "params.yaml"
+    write_params(data, out)
+    point_dvc_at_recipe(root, recipe)
+    print(f"wrote {out} from recipe '{recipe}'")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    args.output = None
+    cmd_compose(args)
+    return subprocess.call(["dvc", "repro"], cwd=project_root())
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    outputs = Path(args.outputs)
+    for stage in STAGE_ORDER:
+        stats_path = outputs / stage / "stats.json"
+        if not stats_path.exists():
+            print(f"{stage:9s} not run")
+            continue
+        stats = json.loads(stats_path.read_text())
+        accepted = stats.get("accepted", stats.get("environments"))
+        line = f"{stage:9s} accepted={accepted} rejected={stats.get('rejected', 0)}"
+        if stats.get("reject_reasons"):
+            line += " reasons=" + ", ".join(f"{k}:{v}" for k, v in stats["reject_reasons"].items())
+        print(line)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trailforge", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("ls", help="list recipes, config groups and options").set_defaults(func=cmd_ls)
+    for name, func, text in [
+        ("validate", cmd_validate, "compose and validate a recipe without running it"),
+        ("compose", cmd_compose, "write the resolved recipe to params.yaml"),
+        ("run", cmd_run, "compose, then run the pipeline with `dvc repro`"),
+    ]:
+        command = sub.add_parser(name, help=text)
+        command.add_argument("settings", nargs="*", help="recipe=NAME and Hydra overrides such as verifier.repeats=3")
+        if name == "compose":
+            command.add_argument("--output", help="where to write (default: <project>/params.yaml)")
+        command.set_defaults(func=func)
+    report = sub.add_parser("report", help="per-stage accepted/rejected counts and reject reasons")
+    report.add_argument("--outputs", default="outputs")
+    report.set_defaults(func=cmd_report)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

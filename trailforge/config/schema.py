@@ -1,0 +1,118 @@
+"""Typed schemas for every config group; one model per folder in ``conf/``.
+
+Every model forbids unknown keys, so a typo in a recipe fails at composition time
+instead of being silently ignored by a stage.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RepoEntry(_Strict):
+    """One repository named in a recipe: a local folder or a git URL."""
+
+    path: str | None = None
+    url: str | None = None
+    name: str | None = None
+    ref: str | None = Field(None, description="git ref to check out (branch, tag or commit)")
+
+    def model_post_init(self, __context) -> None:
+        if (self.path is None) == (self.url is None):
+            raise ValueError("each repository needs exactly one of 'path' or 'url'")
+
+
+class LocalSourceConfig(_Strict):
+    kind: Literal["local"] = "local"
+    repos: list[RepoEntry] = Field(min_length=1)
+
+
+class RepoFilters(_Strict):
+    require_data: bool = True
+    require_paper: bool = False
+    min_python_files: int = Field(1, ge=0)
+
+
+class DomainConfig(_Strict):
+    """Disciplines and the vocabulary that places a repository in one of them."""
+
+    name: str
+    disciplines: dict[str, list[str]] = Field(min_length=1)
+    allowed: list[str] | Literal["all"] = "all"
+    filters: RepoFilters = RepoFilters()
+
+    def model_post_init(self, __context) -> None:
+        if self.allowed != "all":
+            unknown = sorted(set(self.allowed) - set(self.disciplines))
+            if unknown:
+                raise ValueError(
+                    f"allowed names unknown disciplines {unknown}; known: {sorted(self.disciplines)}"
+                )
+
+
+class LocalSandboxConfig(_Strict):
+    backend: Literal["local"] = "local"
+    timeout_s: float = Field(20.0, gt=0)
+    max_stdout_bytes: int = Field(200_000, gt=0)
+    max_output_file_bytes: int = Field(5_000_000, gt=0)
+    memory_mb: int = Field(2048, ge=64)
+    max_processes: int = Field(256, ge=8)
+    network: Literal["none", "host"] = "none"
+    require_network_isolation: bool = False
+
+
+class BudgetConfig(_Strict):
+    max_repos: int = Field(100, ge=1)
+    max_seeds_per_repo: int = Field(10, ge=1)
+    max_file_bytes: int = Field(5_000_000, ge=1)
+    max_answer_fields: int = Field(24, ge=1)
+    max_table_rows: int = Field(50, ge=1)
+
+
+class VerifierConfig(_Strict):
+    repeats: int = Field(2, ge=1, description="reference runs that must agree")
+    rtol: float = Field(1e-6, ge=0, description="floor of the relative tolerance")
+    atol: float = Field(1e-9, ge=0, description="floor of the absolute tolerance")
+    spread_factor: float = Field(10.0, ge=1, description="tolerance = factor x observed run-to-run spread")
+    max_rel_spread: float = Field(0.05, ge=0, description="beyond this spread a field is not reproducible")
+    min_wrong_rejected: int = Field(2, ge=1)
+    eval_timeout_s: float = Field(30.0, gt=0)
+
+
+class LocalExecutorConfig(_Strict):
+    kind: Literal["local"] = "local"
+    max_workers: int = Field(2, ge=1)
+
+
+class PublishConfig(_Strict):
+    name: str = "trailforge-demo"
+    hub_repo: str | None = None
+    private: bool = True
+    push: bool = False
+
+
+class NoLLMConfig(_Strict):
+    provider: Literal["none"] = "none"
+
+
+class TrailforgeConfig(_Strict):
+    """The whole composed recipe, as written to ``params.yaml``."""
+
+    recipe: str
+    source: LocalSourceConfig
+    domain: DomainConfig
+    sandbox: LocalSandboxConfig
+    budget: BudgetConfig
+    verifier: VerifierConfig
+    executor: LocalExecutorConfig
+    publish: PublishConfig
+    llm: NoLLMConfig
+    seed: int = 0
+
+
+GROUPS = ("source", "domain", "sandbox", "budget", "verifier", "executor", "publish", "llm")

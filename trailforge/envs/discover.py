@@ -1,0 +1,124 @@
+"""Discover repositories named by a source and keep those that fit the domain.
+
+``source=local`` lists folders or git URLs. Each candidate is classified into a
+discipline by the domain's vocabulary (README and file names), then filtered: it must
+hold scientific data, Python code, and (optionally) cite a paper.
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+from ..config.schema import DomainConfig, RepoEntry
+from ..io import RepoRow, StageRecorder
+from .files import DATA_SUFFIXES, iter_tree
+
+_PAPER = re.compile(r"\b(doi:\s*10\.\d{4,9}/\S+|10\.\d{4,9}/[-._;()/:a-z0-9]+|arxiv[:\s]*\d{4}\.\d{4,5}|biorxiv)", re.I)
+
+
+def repo_id_for(entry: RepoEntry) -> str:
+    if entry.name:
+        return _slug(entry.name)
+    origin = entry.path or entry.url or ""
+    tail = origin.rstrip("/").rsplit("/", 1)[-1]
+    return _slug(tail.removesuffix(".git"))
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "repo"
+
+
+def classify(text: str, disciplines: dict[str, list[str]]) -> dict[str, int]:
+    """Count vocabulary hits per discipline (whole words, case-insensitive)."""
+    lowered = text.lower()
+    scores = {}
+    for name, words in disciplines.items():
+        scores[name] = sum(len(re.findall(rf"(?<![a-z0-9]){re.escape(w.lower())}(?![a-z0-9])", lowered)) for w in words)
+    return scores
+
+
+def discover(
+    entries: list[RepoEntry], domain: DomainConfig, project_root: Path, max_repos: int, recorder: StageRecorder
+) -> list[RepoRow]:
+    rows: dict[str, RepoRow] = {}
+    for entry in entries:
+        repo_id = repo_id_for(entry)
+        origin = entry.path or entry.url
+        if repo_id in rows:
+            recorder.reject(repo_id, "duplicate_repo", f"{origin} has the same id as an earlier entry")
+            continue
+        if len(rows) >= max_repos:
+            recorder.reject(repo_id, "over_budget", f"budget.max_repos={max_repos} reached")
+            continue
+        if entry.url:
+            row = _discover_git(entry, repo_id, domain, recorder)
+        else:
+            row = _discover_path(entry, repo_id, domain, project_root, recorder)
+        if row is not None:
+            rows[repo_id] = row
+    return sorted(rows.values(), key=lambda r: r.repo_id)
+
+
+def _discover_path(entry, repo_id, domain, project_root, recorder) -> RepoRow | None:
+    folder = (project_root / entry.path).resolve() if not Path(entry.path).is_absolute() else Path(entry.path)
+    if not folder.is_dir():
+        recorder.reject(repo_id, "missing_source_path", f"source path {entry.path!r} does not exist or is not a folder")
+        return None
+    origin_kind = "git" if (folder / ".git").exists() else "path"
+    return _judge(folder, repo_id, entry.path, origin_kind, entry.ref, domain, recorder)
+
+
+def _discover_git(entry, repo_id, domain, recorder) -> RepoRow | None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="tf-discover-") as tmp:
+        cmd = ["git", "clone", "--quiet", "--depth", "1", entry.url, tmp]
+        if entry.ref:
+            cmd = ["git", "clone", "--quiet", entry.url, tmp]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            recorder.reject(repo_id, "clone_failed", f"git clone {entry.url} failed: {done.stderr.strip()[:500]}")
+            return None
+        return _judge(Path(tmp), repo_id, entry.url, "git", entry.ref, domain, recorder)
+
+
+def _judge(folder: Path, repo_id, origin, origin_kind, ref, domain: DomainConfig, recorder) -> RepoRow | None:
+    readme_text, names, py_files, data_files = "", [], 0, 0
+    for rel, full in iter_tree(folder):
+        names.append(rel)
+        suffix = Path(rel).suffix.lower()
+        if suffix == ".py":
+            py_files += 1
+        elif suffix in DATA_SUFFIXES:
+            data_files += 1
+        if Path(rel).name.lower().startswith("readme") and full.stat().st_size < 500_000:
+            readme_text += full.read_bytes().decode("utf-8", errors="replace") + "\n"
+    scores = classify(readme_text + "\n" + "\n".join(names), domain.disciplines)
+    best = max(sorted(scores), key=lambda name: scores[name])
+    filters = domain.filters
+    has_paper = bool(_PAPER.search(readme_text))
+    if scores[best] == 0:
+        recorder.reject(repo_id, "no_discipline", "no discipline vocabulary found in README or file names")
+        return None
+    if domain.allowed != "all" and best not in domain.allowed:
+        recorder.reject(repo_id, "off_domain", f"discipline {best!r} is not in domain.allowed {domain.allowed}")
+        return None
+    if py_files < filters.min_python_files:
+        recorder.reject(repo_id, "no_python", f"{py_files} Python files < domain.filters.min_python_files")
+        return None
+    if filters.require_data and data_files == 0:
+        recorder.reject(repo_id, "no_data_files", "no scientific data files (csv, tsv, json, fasta, ...) found")
+        return None
+    if filters.require_paper and not has_paper:
+        recorder.reject(repo_id, "no_paper", "README cites no DOI, arXiv or bioRxiv identifier")
+        return None
+    return RepoRow(
+        repo_id=repo_id,
+        origin=origin,
+        origin_kind=origin_kind,
+        ref=ref,
+        discipline=best,
+        discipline_scores=scores,
+        has_paper=has_paper,
+    )

@@ -1,0 +1,78 @@
+"""Synthesise tasks from seed programs. Reproduction: the whole workflow, end to end.
+
+The reference answer is the structured result of the seed run; the reference program is
+the seed script plus the repository modules it imported; the agent's workspace holds
+only the data files the program was observed to read.
+"""
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+
+from ..io import SeedRow, StageRecorder, TaskRow
+from .answers import extract_answer
+from .statement import describe_data_file, literal_values, reproduction_statement
+
+
+def eval_script() -> str:
+    return resources.files("trailforge.envs").joinpath("templates/eval.py").read_text(encoding="utf-8")
+
+
+def task_id_for(seed_id: str, task_type: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "__", f"{seed_id}:{task_type}")
+
+
+def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, recorder: StageRecorder) -> TaskRow | None:
+    task_id = task_id_for(seed.seed_id, "reproduction")
+    files = {w.path: w.text for w in seed.files_written}
+    schema, answer, dropped = extract_answer(seed.stdout, files, max_fields, max_table_rows)
+    if dropped:
+        recorder.count("answer_fields_over_cap", dropped)
+    tree = Path(seed.tree)
+    program = {path: (tree / path).read_text(encoding="utf-8") for path in seed.program_files}
+    schema, answer = drop_echoed_settings(schema, answer, program, recorder)
+    if not schema:
+        recorder.reject(task_id, "no_structured_answer",
+                        "the program printed no 'label: value' result and wrote no readable JSON/CSV result")
+        return None
+    data_lines = [describe_data_file(f, (tree / f.path).read_bytes()) for f in seed.data_files]
+    statement = reproduction_statement(
+        seed.repo_id, seed.discipline, seed.script, data_lines, [program[p] for p in seed.program_files], schema
+    )
+    return TaskRow(
+        task_id=task_id,
+        task_type="reproduction",
+        seed_id=seed.seed_id,
+        repo_id=seed.repo_id,
+        discipline=seed.discipline,
+        statement=statement,
+        answer_schema=schema,
+        reference_answer=answer,
+        entrypoint=seed.script,
+        reference_program=program,
+        workspace_files=seed.data_files,
+        tree=seed.tree,
+        distributions=seed.distributions,
+        sandbox_spec=seed.sandbox_spec,
+    )
+
+
+def drop_echoed_settings(schema, answer, program: dict[str, str], recorder: StageRecorder):
+    """Remove fields that only echo a constant written in the program (a seed, a resample count).
+
+    Such a value is an input of the analysis, not a result: asking for it tests nothing, and
+    the statement's parameter list would give it away.
+    """
+    literals = set()
+    for source in program.values():
+        literals |= literal_values(source)
+    kept = []
+    for field in schema:
+        value = answer[field.name]
+        trivial_int = field.type == "integer" and -9 <= value <= 9
+        if field.type in ("integer", "number", "string") and not trivial_int and value in literals:
+            recorder.count("answer_fields_echoing_program_constants")
+            continue
+        kept.append(field)
+    return kept, {f.name: answer[f.name] for f in kept}

@@ -1,0 +1,290 @@
+"""Execution-based verification of one task: a chain of checks, the first failure rejects.
+
+1. data integrity   every workspace file exists with the hash recorded at snapshot time;
+2. executability    the reference program runs cleanly on the workspace alone;
+3. reproducibility  ``verifier.repeats`` independent runs give the same answer fields,
+                    with numbers within ``verifier.max_rel_spread``; tolerances are
+                    calibrated from that spread and from the printed precision;
+4. gradability      the standalone eval accepts every reference run and rejects at least
+                    ``verifier.min_wrong_rejected`` plausible wrong answers (and accepts none);
+5. isolation        neither the statement nor the workspace reveals the answer or the program.
+
+Reference runs go through the content-addressed cache independently of every verifier
+threshold, so changing a threshold re-grades without re-executing programs.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ..cache import ContentCache
+from ..config.schema import VerifierConfig
+from ..io import StageRecorder, TaskRow, VerifiedTaskRow
+from ..sandbox import RunRequest, Sandbox, run_cached
+from .answers import extract_answer
+from .tasks import eval_script
+
+
+class Rejected(Exception):
+    def __init__(self, reason: str, message: str, **detail: Any):
+        super().__init__(message)
+        self.reason, self.message, self.detail = reason, message, detail
+
+
+def verify_task(task: TaskRow, cfg: VerifierConfig, sandbox: Sandbox, cache: ContentCache, recorder: StageRecorder,
+                max_fields: int, max_table_rows: int) -> VerifiedTaskRow | None:
+    try:
+        return _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows)
+    except Rejected as rej:
+        recorder.reject(task.task_id, rej.reason, rej.message, **rej.detail)
+        return None
+
+
+def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> VerifiedTaskRow:
+    workspace = check_data_integrity(task)
+    env = sandbox.prepare(task.distributions)
+    if not env.ready:
+        raise Rejected("missing_dependency", f"the sandbox lacks {', '.join(env.missing)}")
+    program = {path: text.encode("utf-8") for path, text in task.reference_program.items()}
+    runs = []
+    for index in range(cfg.repeats):
+        request = RunRequest(("python", task.entrypoint), {**workspace, **program}, timeout_s=sandbox.timeout_s)
+        result, hit = run_cached(cache, sandbox, env, request, salt=f"reference-run-{index}")
+        recorder.count("reference_runs_cached" if hit else "reference_runs_executed")
+        if not result.ok:
+            tail = (result.stderr.strip().splitlines() or [""])[-1]
+            raise Rejected("not_executable", f"reference run {index + 1} ended with {result.reason}: {tail[:300]}")
+        texts = {p: _text(d) for p, d in result.files.items()}
+        _, answer, _ = extract_answer(result.stdout, texts, max_fields, max_table_rows)
+        runs.append(answer)
+    spreads = check_reproducible(task, runs, cfg.max_rel_spread)
+    tolerances = calibrate(task, spreads, cfg)
+    expected = expected_document(task, tolerances)
+    positives, negatives = check_gradable(task, runs, expected, cfg, sandbox, env, cache, recorder)
+    check_isolation(task, workspace)
+    return VerifiedTaskRow(
+        **task.model_dump(),
+        tolerances=tolerances,
+        checks={
+            "data_files": len(workspace),
+            "reference_runs": len(runs),
+            "max_rel_spread": spreads,
+            "positive_controls": positives,
+            "negative_controls": negatives,
+            "isolation": "clean",
+        },
+    )
+
+
+def _text(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def check_data_integrity(task: TaskRow) -> dict[str, bytes]:
+    tree = Path(task.tree)
+    files = {}
+    for entry in task.workspace_files:
+        path = tree / entry.path
+        if not path.is_file():
+            raise Rejected("data_missing", f"workspace file {entry.path} is missing from the snapshot")
+        data = path.read_bytes()
+        if hashlib.sha256(data).hexdigest() != entry.sha256:
+            raise Rejected("data_changed", f"workspace file {entry.path} no longer matches its snapshot hash")
+        files[entry.path] = data
+    if not files:
+        raise Rejected("data_missing", "the task has no input data")
+    return files
+
+
+def _numbers(value: Any) -> list[float]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        return [float(value)]
+    if isinstance(value, list):
+        return [float(v) for v in value if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if isinstance(value, dict):
+        return [float(c) for row in value.get("rows", []) for c in row if isinstance(c, (int, float))]
+    return []
+
+
+def _non_numbers(value: Any) -> Any:
+    if isinstance(value, dict):
+        return [value.get("columns"), [[c for c in row if not isinstance(c, (int, float))] for row in value["rows"]]]
+    return None if _numbers(value) or isinstance(value, list) and not value else value
+
+
+def check_reproducible(task: TaskRow, runs: list[dict[str, Any]], max_rel_spread: float) -> dict[str, float]:
+    reference = task.reference_answer
+    spreads = {}
+    for index, run in enumerate(runs):
+        missing = sorted(set(reference) - set(run))
+        if missing:
+            raise Rejected("not_reproducible", f"run {index + 1} does not report {missing[:5]}")
+    for field in task.answer_schema:
+        ref = reference[field.name]
+        worst = 0.0
+        for run in runs:
+            got = run[field.name]
+            if field.type in ("string", "boolean", "integer") and got != ref:
+                raise Rejected("not_reproducible", f"field {field.name} changed between runs")
+            if _non_numbers(got) != _non_numbers(ref):
+                raise Rejected("not_reproducible", f"field {field.name} changed between runs")
+            a, b = _numbers(got), _numbers(ref)
+            if len(a) != len(b):
+                raise Rejected("not_reproducible", f"field {field.name} changed shape between runs")
+            for x, y in zip(a, b):
+                worst = max(worst, abs(x - y) / max(abs(y), 1e-12) if x != y else 0.0)
+        if worst > max_rel_spread:
+            raise Rejected("not_reproducible", f"field {field.name} varies by {worst:.3g} between runs "
+                           f"(> verifier.max_rel_spread={max_rel_spread})", field=field.name, spread=worst)
+        spreads[field.name] = worst
+    return spreads
+
+
+def calibrate(task: TaskRow, spreads: dict[str, float], cfg: VerifierConfig) -> dict[str, dict[str, float]]:
+    """Per-field tolerances: the verifier floor, widened by observed spread and printed precision."""
+    tolerances = {}
+    for field in task.answer_schema:
+        rtol = max(cfg.rtol, cfg.spread_factor * spreads.get(field.name, 0.0))
+        atol = max(cfg.atol, (field.resolution or 0.0) * 1.01)
+        tolerances[field.name] = {"rtol": rtol, "atol": atol}
+    return tolerances
+
+
+def expected_document(task: TaskRow, tolerances: dict[str, dict[str, float]]) -> dict[str, Any]:
+    return {
+        "task_id": task.task_id,
+        "fields": [
+            {"name": f.name, "type": f.type, "value": task.reference_answer[f.name], **tolerances[f.name]}
+            for f in task.answer_schema
+        ],
+    }
+
+
+def wrong_answers(task: TaskRow, tolerances: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:
+    """Plausible but materially wrong answers, each differing from the reference in one field."""
+    ref = task.reference_answer
+    wrong: dict[str, dict[str, Any]] = {}
+    numeric = [f for f in task.answer_schema if f.type == "number" and ref[f.name] != 0]
+    if numeric:
+        field = numeric[0]
+        value, tol = ref[field.name], tolerances[field.name]
+        factor = 1 + max(0.1, 20 * tol["rtol"], 20 * tol["atol"] / abs(value))
+        wrong["scaled_value"] = {**ref, field.name: value * factor}
+        wrong["sign_flipped"] = {**ref, field.name: -value}
+        wrong["unit_error_x1000"] = {**ref, field.name: value * 1000}
+    integers = [f for f in task.answer_schema if f.type == "integer"]
+    if integers:
+        wrong["integer_off_by_one"] = {**ref, integers[0].name: ref[integers[0].name] + 1}
+    strings = [f for f in task.answer_schema if f.type == "string"]
+    if strings:
+        wrong["different_string"] = {**ref, strings[0].name: ref[strings[0].name] + "_x"}
+    tables = [f for f in task.answer_schema if f.type == "table" and _numbers(ref[f.name])]
+    if tables:
+        table = copy.deepcopy(ref[tables[0].name])
+        for row in table["rows"]:
+            cells = [i for i, c in enumerate(row) if isinstance(c, float) and c != 0]
+            if cells:
+                row[cells[0]] = row[cells[0]] * 1.5 + 1.0
+                break
+        wrong["table_cell_changed"] = {**ref, tables[0].name: table}
+    first = task.answer_schema[0].name
+    wrong["missing_field"] = {k: v for k, v in ref.items() if k != first}
+    return wrong
+
+
+def _run_eval(expected: dict, answer: dict, sandbox: Sandbox, env, cache: ContentCache, timeout_s: float,
+              recorder: StageRecorder) -> bool:
+    files = {
+        "eval.py": eval_script().encode("utf-8"),
+        "expected.json": json.dumps(expected, sort_keys=True).encode("utf-8"),
+        "answer.json": json.dumps(answer, sort_keys=True).encode("utf-8"),
+    }
+    request = RunRequest(("python", "eval.py", "answer.json", "expected.json"), files, timeout_s=timeout_s)
+    result, hit = run_cached(cache, sandbox, env, request)
+    recorder.count("eval_runs_cached" if hit else "eval_runs_executed")
+    if result.exit_code not in (0, 1):
+        raise Rejected("eval_error", f"eval.py failed ({result.reason}): {result.stderr.strip()[-300:]}")
+    return result.exit_code == 0
+
+
+def check_gradable(task, runs, expected, cfg: VerifierConfig, sandbox, env, cache, recorder) -> tuple[int, dict]:
+    for index, answer in enumerate([task.reference_answer, *runs]):
+        if not _run_eval(expected, answer, sandbox, env, cache, cfg.eval_timeout_s, recorder):
+            raise Rejected("eval_rejects_reference", f"eval.py rejects reference answer #{index}")
+    tolerances = {f["name"]: {"rtol": f["rtol"], "atol": f["atol"]} for f in expected["fields"]}
+    verdicts = {}
+    for name, answer in wrong_answers(task, tolerances).items():
+        accepted = _run_eval(expected, answer, sandbox, env, cache, cfg.eval_timeout_s, recorder)
+        if accepted:
+            raise Rejected("eval_accepts_wrong", f"eval.py accepts a wrong answer ({name})", wrong_answer=name)
+        verdicts[name] = "rejected"
+    if len(verdicts) < cfg.min_wrong_rejected:
+        raise Rejected("not_gradable", f"only {len(verdicts)} wrong answers could be built and rejected "
+                       f"(< verifier.min_wrong_rejected={cfg.min_wrong_rejected})")
+    return len(runs) + 1, verdicts
+
+
+def leak_needles(task: TaskRow, workspace_text: str) -> list[str]:
+    """Strings whose presence would reveal a reference value."""
+    needles = []
+    for field in task.answer_schema:
+        value = task.reference_answer[field.name]
+        if field.type == "number" and isinstance(value, float):
+            digits = len(re.sub(r"[^0-9]", "", f"{abs(value):g}").lstrip("0"))
+            if digits >= 3:
+                needles.append(repr(value))
+                if field.decimals:
+                    needles.append(f"{value:.{field.decimals}f}")
+        elif field.type == "integer" and abs(value) >= 1000:
+            needles.append(str(value))
+        elif field.type == "string" and len(value) >= 3 and value not in workspace_text:
+            needles.append(value)  # a category present in the data is a choice, not a leak
+    return sorted(set(needles))
+
+
+def check_isolation(task: TaskRow, workspace: dict[str, bytes]) -> None:
+    program_hashes = {hashlib.sha256(t.encode("utf-8")).hexdigest() for t in task.reference_program.values()}
+    for path, data in workspace.items():
+        if path in task.reference_program or hashlib.sha256(data).hexdigest() in program_hashes:
+            raise Rejected("program_leak", f"workspace file {path} is part of the reference program")
+    texts = {path: data.decode("utf-8", errors="replace") for path, data in workspace.items()}
+    needles = leak_needles(task, "\n".join(texts.values()))
+    # Field labels may legitimately name other values (a JSON key that is a year, say); the
+    # rest of the statement, and each field's own label, must not contain its value.
+    prose = task.statement.split("\n## What to report", 1)[0]
+    for needle in needles:
+        if _contains_number(prose, needle):
+            raise Rejected("answer_leak", f"the statement contains the reference value {needle!r}")
+    for field in task.answer_schema:
+        own = [n for n in leak_needles(task.model_copy(update={"answer_schema": [field]}), "") if n]
+        if any(_contains_number(field.label, n) for n in own):
+            raise Rejected("answer_leak", f"the label of field {field.name} contains its own value")
+    for path, text in texts.items():
+        # Integers in input data are usually years, counts or ids the answer picks among: only
+        # non-integer values count as evidence of a results file.
+        found = [n for n in needles if re.search(r"\d[.eE]", n) and _contains_number(text, n)]
+        digits = [len(re.sub(r"\D", "", n).lstrip("0")) for n in found]
+        # One short number can match input data by chance; a long one, or several, means a results file.
+        if any(d >= 6 for d in digits) or sum(d >= 4 for d in digits) >= 2:
+            raise Rejected("answer_leak", f"workspace file {path} contains reference values {found[:3]}")
+    for source in task.reference_program.values():
+        body = [line.strip() for line in source.splitlines() if len(line.strip()) > 40]
+        for path, text in texts.items():
+            if body and sum(line in text for line in body) >= max(3, len(body) // 2):
+                raise Rejected("program_leak", f"workspace file {path} contains the reference program's code")
+
+
+def _contains_number(text: str, needle: str) -> bool:
+    if not any(c.isdigit() for c in needle):
+        return re.search(rf"(?<![\w]){re.escape(needle)}(?![\w])", text) is not None
+    return re.search(rf"(?<![\w.]){re.escape(needle)}(?![\w])", text) is not None
+

@@ -1,0 +1,11 @@
+"""Executors map per-item work over items; pick one with the `executor` config group."""
+from .local import LocalExecutor
+
+
+def build_executor(config) -> LocalExecutor:
+    if config.kind == "local":
+        return LocalExecutor(max_workers=config.max_workers)
+    raise ValueError(f"executor.kind: unknown executor '{config.kind}'; available: local")
+
+
+__all__ = ["LocalExecutor", "build_executor"]

@@ -1,0 +1,104 @@
+"""Row types that flow between stages. Each stage reads one type and writes the next."""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Reject(_Row):
+    """An item a stage dropped, and why. Every drop is recorded; nothing disappears silently."""
+
+    stage: str
+    item_id: str
+    reason: str
+    message: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class FileEntry(_Row):
+    path: str
+    sha256: str
+    size: int
+    kind: Literal["python", "data", "text", "binary", "manifest", "doc"]
+
+
+class RepoRow(_Row):
+    repo_id: str
+    origin: str
+    origin_kind: Literal["path", "git"]
+    ref: str | None = None
+    discipline: str
+    discipline_scores: dict[str, int]
+    has_paper: bool
+
+
+class SnapshotRow(_Row):
+    repo_id: str
+    origin: str
+    discipline: str
+    commit: str | None
+    content_hash: str
+    tree: str
+    files: list[FileEntry]
+    requirements: list[str]
+    imports: list[str]
+    distributions: list[str]
+    local_modules: list[str]
+
+
+class WrittenFile(_Row):
+    path: str
+    sha256: str
+    size: int
+    text: str | None = None
+
+
+class SeedRow(_Row):
+    seed_id: str
+    repo_id: str
+    discipline: str
+    script: str
+    tree: str
+    program_files: list[str]
+    data_files: list[FileEntry]
+    stdout: str
+    files_written: list[WrittenFile]
+    distributions: list[str]
+    sandbox_spec: dict[str, Any]
+
+
+class AnswerField(_Row):
+    name: str
+    type: Literal["number", "integer", "string", "boolean", "number_list", "table"]
+    label: str
+    unit: str | None = None
+    source: str
+    decimals: int | None = None
+    resolution: float | None = None
+
+
+class TaskRow(_Row):
+    task_id: str
+    task_type: Literal["reproduction"]
+    seed_id: str
+    repo_id: str
+    discipline: str
+    statement: str
+    answer_schema: list[AnswerField]
+    reference_answer: dict[str, Any]
+    entrypoint: str
+    reference_program: dict[str, str]
+    workspace_files: list[FileEntry]
+    tree: str
+    distributions: list[str]
+    sandbox_spec: dict[str, Any]
+
+
+class VerifiedTaskRow(TaskRow):
+    tolerances: dict[str, dict[str, float]]
+    checks: dict[str, Any]

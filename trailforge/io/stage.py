@@ -1,0 +1,45 @@
+"""Plumbing shared by the thin stage modules in ``stages/``: arguments, params, timing."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..config import ConfigError, TrailforgeConfig, load_params
+
+
+def stage_args(description: str, inputs: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--params", default="params.yaml", help="composed config (default: params.yaml)")
+    for name in inputs:
+        parser.add_argument(f"--{name}", required=True, help=f"upstream stage folder: {name}")
+    parser.add_argument("--out", required=True, help="this stage's output folder")
+    return parser.parse_args()
+
+
+def params_or_exit(path: str) -> TrailforgeConfig:
+    try:
+        return load_params(path)
+    except ConfigError as exc:
+        sys.exit(f"error: {exc}")
+
+
+@contextmanager
+def timed(figures: dict, name: str = "wall_s"):
+    start = time.monotonic()
+    yield
+    figures[name] = round(time.monotonic() - start, 3)
+
+
+def print_summary(stats: dict) -> None:
+    brief = {k: stats[k] for k in ("stage", "accepted", "rejected", "reject_reasons") if k in stats}
+    if "cache" in stats:
+        brief["cache"] = {k: stats["cache"][k] for k in ("hits", "misses")}
+    print(json.dumps(brief, sort_keys=True))
+
+
+def repo_root() -> Path:
+    return Path.cwd()

@@ -1,0 +1,159 @@
+"""Stage inputs and outputs: parquet shards of typed rows, rejects, and stats.
+
+Layout of one stage folder (paths come from ``dvc.yaml``)::
+
+    outputs/<stage>/data/data-00000.parquet   accepted rows
+    outputs/<stage>/rejects.parquet           every dropped item, with stage, reason code and message
+    outputs/<stage>/stats.json                counts, reasons, cache and timing figures (a DVC metric)
+
+Rows are pydantic models. Nested fields (lists, dicts, sub-models) are stored as JSON
+text so every shard has a flat, stable schema that ``datasets`` loads as-is.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import typing
+from collections import Counter
+from pathlib import Path
+from typing import Any, Iterable, TypeVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import BaseModel
+
+from .rows import Reject
+
+Row = TypeVar("Row", bound=BaseModel)
+SHARD_ROWS = 1000
+_SCALARS = (str, int, float, bool)
+
+
+def _is_scalar(annotation: Any) -> bool:
+    if annotation in _SCALARS:
+        return True
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return True
+    return bool(args) and origin in (typing.Union, getattr(__import__("types"), "UnionType", None)) and all(
+        _is_scalar(a) for a in args
+    )
+
+
+def _arrow_type(annotation: Any) -> pa.DataType:
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    base = args[0] if args and typing.get_origin(annotation) is not typing.Literal else annotation
+    if typing.get_origin(annotation) is typing.Literal:
+        return pa.string()
+    return {bool: pa.bool_(), int: pa.int64(), float: pa.float64()}.get(base, pa.string())
+
+
+def arrow_schema(model: type[BaseModel]) -> pa.Schema:
+    fields = []
+    for name, field in model.model_fields.items():
+        kind = _arrow_type(field.annotation) if _is_scalar(field.annotation) else pa.string()
+        fields.append(pa.field(name, kind))
+    return pa.schema(fields)
+
+
+def to_record(row: BaseModel) -> dict[str, Any]:
+    record = {}
+    for name, field in type(row).model_fields.items():
+        value = getattr(row, name)
+        if _is_scalar(field.annotation):
+            record[name] = value
+        else:
+            dumped = row.model_dump(mode="json", include={name})[name]
+            record[name] = json.dumps(dumped, sort_keys=True, ensure_ascii=False)
+    return record
+
+
+def from_record(model: type[Row], record: dict[str, Any]) -> Row:
+    values = {}
+    for name, field in model.model_fields.items():
+        if name not in record:
+            continue
+        value = record[name]
+        values[name] = value if _is_scalar(field.annotation) or value is None else json.loads(value)
+    return model.model_validate(values)
+
+
+def write_rows(rows: list[BaseModel], folder: Path, model: type[BaseModel]) -> list[Path]:
+    """Write rows as deterministic parquet shards (same rows give the same bytes)."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    schema = arrow_schema(model)
+    paths = []
+    chunks = [rows[i : i + SHARD_ROWS] for i in range(0, len(rows), SHARD_ROWS)] or [[]]
+    for index, chunk in enumerate(chunks):
+        table = pa.Table.from_pylist([to_record(r) for r in chunk], schema=schema)
+        path = folder / f"data-{index:05d}.parquet"
+        _write_table(table, path)
+        paths.append(path)
+    return paths
+
+
+def _write_table(table: pa.Table, path: Path) -> None:
+    tmp = path.with_suffix(".tmp")
+    pq.write_table(table, tmp, compression="zstd")
+    os.replace(tmp, path)
+
+
+def read_rows(folder: Path, model: type[Row]) -> list[Row]:
+    folder = Path(folder)
+    shards = sorted(folder.glob("data-*.parquet"))
+    if not shards:
+        raise FileNotFoundError(f"no data-*.parquet shards in {folder}; has the upstream stage run?")
+    rows: list[Row] = []
+    for shard in shards:
+        for record in pq.read_table(shard).to_pylist():
+            rows.append(from_record(model, record))
+    return rows
+
+
+def read_rejects(path: Path) -> list[Reject]:
+    return [from_record(Reject, r) for r in pq.read_table(path).to_pylist()]
+
+
+class StageRecorder:
+    """Collects one stage's accepted rows, rejects and counters, then writes them together."""
+
+    def __init__(self, stage: str):
+        self.stage = stage
+        self.rejects: list[Reject] = []
+        self.counters: Counter[str] = Counter()
+        self.figures: dict[str, Any] = {}
+        self._lock = threading.Lock()  # executors call in from worker threads
+
+    def reject(self, item_id: str, reason: str, message: str, **detail: Any) -> None:
+        reject = Reject(stage=self.stage, item_id=item_id, reason=reason, message=message[:2000], detail=detail)
+        with self._lock:
+            self.rejects.append(reject)
+
+    def count(self, name: str, amount: int = 1) -> None:
+        with self._lock:
+            self.counters[name] += amount
+
+    def write(self, rows: Iterable[BaseModel], model: type[BaseModel], out: Path) -> dict[str, Any]:
+        rows = list(rows)
+        out.mkdir(parents=True, exist_ok=True)
+        write_rows(rows, out / "data", model)
+        rejects = sorted(self.rejects, key=lambda r: (r.item_id, r.reason))
+        _write_table(
+            pa.Table.from_pylist([to_record(r) for r in rejects], schema=arrow_schema(Reject)),
+            out / "rejects.parquet",
+        )
+        stats = {
+            "stage": self.stage,
+            "accepted": len(rows),
+            "rejected": len(rejects),
+            "reject_reasons": dict(sorted(Counter(r.reason for r in rejects).items())),
+            "counters": dict(sorted(self.counters.items())),
+            **self.figures,
+        }
+        (out / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return stats

@@ -1,0 +1,124 @@
+"""Export verified environments: a ``datasets.DatasetDict`` and one folder per environment.
+
+Each environment folder is self-contained and keeps what the agent sees apart from what
+grades it::
+
+    <env_id>/
+      task.md              the statement
+      workspace/           input data (the agent's starting directory)
+      solution/            the reference program (hidden from the agent)
+      eval/eval.py         standalone grader (standard library only)
+      eval/expected.json   expected answer with per-field tolerances (hidden from the agent)
+      sandbox.json         how to rebuild the execution environment
+      metadata.json        provenance, answer schema and verification report
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..envs.tasks import eval_script
+from ..envs.verify import expected_document
+from ..io import VerifiedTaskRow
+
+DATASET_COLUMNS = [
+    "env_id", "task_type", "repo_id", "discipline", "statement", "answer_schema", "expected_answer",
+    "reference_program", "entrypoint", "workspace_files", "eval_script", "sandbox", "checks",
+]
+
+
+def dataset_record(task: VerifiedTaskRow) -> dict[str, Any]:
+    dump = lambda value: json.dumps(value, sort_keys=True, ensure_ascii=False)  # noqa: E731
+    return {
+        "env_id": task.task_id,
+        "task_type": task.task_type,
+        "repo_id": task.repo_id,
+        "discipline": task.discipline,
+        "statement": task.statement,
+        "answer_schema": dump([f.model_dump() for f in task.answer_schema]),
+        "expected_answer": dump(expected_document(task, task.tolerances)),
+        "reference_program": dump(task.reference_program),
+        "entrypoint": task.entrypoint,
+        "workspace_files": [f.path for f in task.workspace_files],
+        "eval_script": eval_script(),
+        "sandbox": dump({"spec": task.sandbox_spec, "distributions": task.distributions}),
+        "checks": dump(task.checks),
+    }
+
+
+def build_dataset_dict(tasks: list[VerifiedTaskRow]):
+    import datasets
+
+    features = datasets.Features({
+        **{c: datasets.Value("string") for c in DATASET_COLUMNS if c != "workspace_files"},
+        "workspace_files": datasets.Sequence(datasets.Value("string")),
+    })
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for task in sorted(tasks, key=lambda t: t.task_id):
+        by_type.setdefault(task.task_type, []).append(dataset_record(task))
+    return datasets.DatasetDict({
+        split: datasets.Dataset.from_list(records, features=features) for split, records in sorted(by_type.items())
+    })
+
+
+def write_environment(task: VerifiedTaskRow, root: Path) -> Path:
+    folder = root / task.task_id
+    if folder.exists():
+        shutil.rmtree(folder)
+    tree = Path(task.tree)
+    for entry in task.workspace_files:
+        target = folder / "workspace" / entry.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((tree / entry.path).read_bytes())
+    for path, text in task.reference_program.items():
+        target = folder / "solution" / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    (folder / "eval").mkdir(parents=True)
+    (folder / "eval" / "eval.py").write_text(eval_script(), encoding="utf-8")
+    _json(folder / "eval" / "expected.json", expected_document(task, task.tolerances))
+    (folder / "task.md").write_text(task.statement, encoding="utf-8")
+    _json(folder / "sandbox.json", {
+        "spec": task.sandbox_spec,
+        "distributions": task.distributions,
+        "run_reference": f"cd workspace && python ../solution/{task.entrypoint}",
+        "grade": "python eval/eval.py workspace/answer.json eval/expected.json",
+    })
+    _json(folder / "metadata.json", {
+        "env_id": task.task_id,
+        "task_type": task.task_type,
+        "seed_id": task.seed_id,
+        "repo_id": task.repo_id,
+        "discipline": task.discipline,
+        "entrypoint": task.entrypoint,
+        "answer_schema": [f.model_dump() for f in task.answer_schema],
+        "checks": task.checks,
+    })
+    return folder
+
+
+def _json(path: Path, value: Any) -> None:
+    path.write_text(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def release(tasks: list[VerifiedTaskRow], out: Path) -> dict[str, Any]:
+    """Write ``out/dataset`` and ``out/environments``; return summary figures."""
+    env_root = out / "environments"
+    if env_root.exists():
+        shutil.rmtree(env_root)
+    env_root.mkdir(parents=True)
+    for task in tasks:
+        write_environment(task, env_root)
+    dataset_dir = out / "dataset"
+    if dataset_dir.exists():
+        shutil.rmtree(dataset_dir)
+    build_dataset_dict(tasks).save_to_disk(str(dataset_dir))
+    return {
+        "environments": len(tasks),
+        "by_task_type": dict(sorted(Counter(t.task_type for t in tasks).items())),
+        "by_discipline": dict(sorted(Counter(t.discipline for t in tasks).items())),
+        "by_repo": dict(sorted(Counter(t.repo_id for t in tasks).items())),
+    }

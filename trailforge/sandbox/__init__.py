@@ -1,0 +1,23 @@
+"""Run untrusted programs: one protocol (``base``), backends picked by `sandbox.backend`."""
+from pathlib import Path
+
+from .base import PreparedEnv, RunRequest, RunResult, Sandbox
+from .cached import run_cached
+from .local import LocalSandbox, SandboxUnavailable
+
+BACKENDS = {"local": LocalSandbox}
+TRACE_RUNNER = Path(__file__).with_name("trace_runner.py")
+
+
+def build_sandbox(config) -> Sandbox:
+    try:
+        backend = BACKENDS[config.backend]
+    except KeyError:
+        raise ValueError(f"sandbox.backend: unknown backend '{config.backend}'; available: {sorted(BACKENDS)}") from None
+    return backend.from_config(config)
+
+
+__all__ = [
+    "BACKENDS", "TRACE_RUNNER", "LocalSandbox", "PreparedEnv", "RunRequest", "RunResult", "Sandbox",
+    "SandboxUnavailable", "build_sandbox", "run_cached",
+]

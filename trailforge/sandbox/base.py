@@ -1,0 +1,64 @@
+"""The sandbox protocol every backend implements, and its request/result types.
+
+A backend prepares an environment for a dependency set once, then runs commands in a
+fresh scratch directory holding exactly the files the request supplies. It returns what
+happened (exit code, capped output, files written, duration) and a reason code; it never
+raises for anything the program does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+# Reason codes a run can end with.
+OK = "ok"
+NONZERO_EXIT = "nonzero_exit"
+TIMEOUT = "timeout"
+OUTPUT_LIMIT = "output_limit"
+KILLED = "killed_by_signal"
+BAD_REQUEST = "bad_request"
+
+
+@dataclass(frozen=True)
+class PreparedEnv:
+    """A runnable environment for one dependency set."""
+
+    spec: dict[str, Any]
+    spec_hash: str
+    missing: tuple[str, ...] = ()
+
+    @property
+    def ready(self) -> bool:
+        return not self.missing
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    command: tuple[str, ...]
+    files: dict[str, bytes]
+    timeout_s: float
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RunResult:
+    exit_code: int | None
+    reason: str
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    files: dict[str, bytes]
+    oversized_files: list[str]
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.reason == OK
+
+
+class Sandbox(Protocol):
+    name: str
+
+    def prepare(self, distributions: list[str]) -> PreparedEnv: ...
+
+    def run(self, env: PreparedEnv, request: RunRequest) -> RunResult: ...

@@ -1,0 +1,248 @@
+"""The local backend: a subprocess in a scratch directory.
+
+What it does: a private scratch directory per run, a scrubbed environment (no host
+variables, HOME inside the scratch dir), resource limits (address space, CPU time, file
+size, open files, processes), its own process group killed as a whole on timeout and
+after exit, capped stdout/stderr, and no network through a network namespace
+(``unshare -n``) where the host allows it.
+
+What it does not do: it is not a security boundary against a determined attacker. The
+program runs as the calling user and can read any file that user can read by absolute
+path. Use ``sandbox=docker`` for untrusted code at scale (hardening is its own issue).
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path, PurePosixPath
+
+from ..cache import stable_hash
+from .base import BAD_REQUEST, KILLED, NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT, PreparedEnv, RunRequest, RunResult
+
+_SKIP_OUTPUT_PARTS = {"__pycache__", ".tmp"}
+_PASS_THROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")  # host CPU workarounds, not secrets
+
+
+class SandboxUnavailable(RuntimeError):
+    """The recipe demands isolation this host cannot give."""
+
+
+def _network_namespace_available() -> bool:
+    unshare = shutil.which("unshare")
+    if not unshare:
+        return False
+    try:
+        done = subprocess.run([unshare, "-n", "true"], capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+class LocalSandbox:
+    name = "local"
+
+    def __init__(
+        self,
+        timeout_s: float = 20.0,
+        max_stdout_bytes: int = 200_000,
+        max_output_file_bytes: int = 5_000_000,
+        memory_mb: int = 2048,
+        max_processes: int = 256,
+        network: str = "none",
+        require_network_isolation: bool = False,
+    ):
+        self.timeout_s = timeout_s
+        self.max_stdout_bytes = max_stdout_bytes
+        self.max_output_file_bytes = max_output_file_bytes
+        self.memory_mb = memory_mb
+        self.max_processes = max_processes
+        self.network = network
+        self.isolate_network = False
+        if network == "none":
+            self.isolate_network = _network_namespace_available()
+            if require_network_isolation and not self.isolate_network:
+                raise SandboxUnavailable(
+                    "sandbox.require_network_isolation is true but this host cannot create a network "
+                    "namespace (`unshare -n` failed); run as a user allowed to unshare, use sandbox=docker, "
+                    "or set sandbox.require_network_isolation=false"
+                )
+
+    @classmethod
+    def from_config(cls, config) -> "LocalSandbox":
+        return cls(
+            timeout_s=config.timeout_s,
+            max_stdout_bytes=config.max_stdout_bytes,
+            max_output_file_bytes=config.max_output_file_bytes,
+            memory_mb=config.memory_mb,
+            max_processes=config.max_processes,
+            network=config.network,
+            require_network_isolation=config.require_network_isolation,
+        )
+
+    def prepare(self, distributions: list[str]) -> PreparedEnv:
+        """Use the running interpreter; report distributions it lacks instead of installing them."""
+        packages, missing = {}, []
+        for dist in sorted(set(distributions)):
+            try:
+                packages[dist] = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                missing.append(dist)
+        spec = {
+            "backend": "local",
+            "python": platform.python_version(),
+            "packages": packages,
+            "network": "none" if self.isolate_network else self.network,
+            "limits": {"memory_mb": self.memory_mb, "max_processes": self.max_processes},
+        }
+        return PreparedEnv(spec=spec, spec_hash=stable_hash(spec), missing=tuple(missing))
+
+    def run(self, env: PreparedEnv, request: RunRequest) -> RunResult:
+        bad = [p for p in request.files if not _safe_relative(p)]
+        if bad:
+            return _failed(BAD_REQUEST, f"refusing file paths outside the scratch directory: {bad[:3]}")
+        scratch = Path(tempfile.mkdtemp(prefix="tf-sbx-"))
+        logs = Path(tempfile.mkdtemp(prefix="tf-log-"))
+        try:
+            for rel, data in request.files.items():
+                target = scratch / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            (scratch / ".tmp").mkdir(exist_ok=True)
+            return self._execute(scratch, logs, env, request)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+            shutil.rmtree(logs, ignore_errors=True)
+
+    def _execute(self, scratch: Path, logs: Path, env: PreparedEnv, request: RunRequest) -> RunResult:
+        command = [sys.executable if part == "python" else part for part in request.command]
+        if self.isolate_network:
+            command = ["unshare", "-n", "--", *command]
+        child_env = {
+            "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(scratch),
+            "TMPDIR": str(scratch / ".tmp"),
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "PYTHONHASHSEED": "0",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            "PYTHONIOENCODING": "utf-8",
+            "MPLBACKEND": "Agg",
+            "OMP_NUM_THREADS": "1",
+            "OPENBLAS_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
+        child_env.update({k: os.environ[k] for k in _PASS_THROUGH_ENV if k in os.environ})
+        child_env.update(request.env)
+        timeout = min(request.timeout_s, self.timeout_s)
+        limits = _limits(self.memory_mb, timeout, self.max_output_file_bytes, self.max_processes)
+        started = time.monotonic()
+        with open(logs / "stdout", "wb") as out, open(logs / "stderr", "wb") as err:
+            try:
+                proc = subprocess.Popen(
+                    command,
+                    cwd=scratch,
+                    env=child_env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
+                    preexec_fn=limits,
+                )
+            except OSError as exc:
+                return _failed(BAD_REQUEST, f"cannot start {command[0]!r}: {exc}")
+            timed_out = False
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            _kill_group(proc.pid)  # also reaps background processes the program left behind
+            proc.wait()
+        duration = time.monotonic() - started
+        stdout, truncated = _read_capped(logs / "stdout", self.max_stdout_bytes)
+        stderr, _ = _read_capped(logs / "stderr", self.max_stdout_bytes)
+        code = proc.returncode
+        if timed_out:
+            reason = TIMEOUT
+        elif code == 0:
+            reason = OK
+        elif code is not None and code < 0:
+            reason = OUTPUT_LIMIT if -code == signal.SIGXFSZ else KILLED
+        else:
+            reason = NONZERO_EXIT
+        files, oversized = self._collect(scratch, request.files)
+        return RunResult(
+            exit_code=code,
+            reason=reason,
+            stdout=stdout,
+            stderr=stderr,
+            stdout_truncated=truncated,
+            files=files,
+            oversized_files=oversized,
+            duration_s=round(duration, 4),
+        )
+
+    def _collect(self, scratch: Path, inputs: dict[str, bytes]) -> tuple[dict[str, bytes], list[str]]:
+        """Files the program created or changed (symlinks are never followed)."""
+        files, oversized = {}, []
+        for dirpath, dirnames, filenames in os.walk(scratch, followlinks=False):
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_OUTPUT_PARTS)
+            for name in sorted(filenames):
+                full = Path(dirpath) / name
+                rel = full.relative_to(scratch).as_posix()
+                if full.is_symlink() or not full.is_file():
+                    continue
+                size = full.stat().st_size
+                if size > self.max_output_file_bytes:
+                    oversized.append(rel)
+                    continue
+                data = full.read_bytes()
+                if inputs.get(rel) == data:
+                    continue
+                files[rel] = data
+        return files, oversized
+
+
+def _limits(memory_mb: int, timeout: float, max_file: int, max_processes: int):
+    def apply() -> None:
+        mem = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+        cpu = int(timeout) + 2
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_file, max_file))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+        resource.setrlimit(resource.RLIMIT_NPROC, (max_processes, max_processes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    return apply
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _read_capped(path: Path, limit: int) -> tuple[str, bool]:
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        data = fh.read(limit)
+    return data.decode("utf-8", errors="replace"), size > limit
+
+
+def _safe_relative(rel: str) -> bool:
+    path = PurePosixPath(rel)
+    return bool(rel) and not path.is_absolute() and ".." not in path.parts
+
+
+def _failed(reason: str, message: str) -> RunResult:
+    return RunResult(None, reason, "", message, False, {}, [], 0.0)
