@@ -1,0 +1,60 @@
+"""Shared helpers: the project root, tiny repositories on disk, and running real stage modules."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def make_repo(root: Path, files: dict[str, str | bytes]) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    return root
+
+
+def write_params(project: Path, repos: list[str], overrides: list[str] | None = None) -> dict:
+    """Compose the tiny recipe with overrides, point its source at ``repos``, write params.yaml."""
+    from trailforge.config import compose, validate, write_params as write
+
+    data = compose("tiny", overrides or [], root=PROJECT_ROOT)
+    data["source"]["repos"] = [{"path": r} for r in repos]
+    validate(data)
+    write(data, project / "params.yaml")
+    return data
+
+
+def run_stage(project: Path, stage: str, *args: str, cache: Path | None = None, check: bool = True,
+              popen: bool = False):
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT),
+           "TRAILFORGE_CACHE_DIR": str(cache or project / "cache")}
+    cmd = [sys.executable, "-m", f"stages.{stage}", *args]
+    if popen:
+        return subprocess.Popen(cmd, cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    done = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True, timeout=600)
+    if check and done.returncode != 0:
+        raise AssertionError(f"stage {stage} failed:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def stats(folder: Path) -> dict:
+    return json.loads((folder / "stats.json").read_text())
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    return folder

@@ -1,0 +1,76 @@
+"""End-to-end tier: the real `dvc repro` on the tiny recipe, in a temporary copy of the project."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import PROJECT_ROOT
+
+TINY_REPOS = ["meadow-quadrats", "kinase-inhibitor-screen"]
+RUNNABLE_SCRIPTS = 4  # 2 + 2; kinase-inhibitor-screen/normalize_plate.py fails on purpose
+
+
+def _copy_project(dest):
+    for name in ["recipe", "conf", "stages", "trailforge", ".dvc"]:
+        shutil.copytree(PROJECT_ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "tmp", "cache"))
+    for name in ["dvc.yaml", ".dvcignore", ".gitignore"]:
+        shutil.copy(PROJECT_ROOT / name, dest / name)
+    for repo in TINY_REPOS:
+        shutil.copytree(PROJECT_ROOT / "examples" / "repos" / repo, dest / "examples" / "repos" / repo)
+
+
+def _run(cwd, *cmd):
+    env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}",
+           "TRAILFORGE_CACHE_DIR": str(cwd / ".trailforge" / "cache"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, f"{cmd} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done.stdout + done.stderr
+
+
+def _stats(project, stage):
+    return json.loads((project / "outputs" / stage / "stats.json").read_text())
+
+
+@pytest.mark.e2e
+def test_tiny_recipe_builds_verifies_and_rebuilds_only_what_changed(tmp_path):
+    project = tmp_path / "copy"
+    _copy_project(project)
+    _run(project, "git", "init", "-q")
+    trailforge = [sys.executable, "-m", "trailforge.cli.main"]
+    dvc = [sys.executable, "-m", "dvc"]
+
+    _run(project, *trailforge, "compose", "recipe=tiny")
+    _run(project, *dvc, "repro")
+
+    release = _stats(project, "release")
+    assert release["environments"] == RUNNABLE_SCRIPTS
+    envs = sorted(p.name for p in (project / "outputs/release/environments").iterdir())
+    assert len(envs) == RUNNABLE_SCRIPTS
+    for env in envs:
+        folder = project / "outputs/release/environments" / env
+        assert (folder / "task.md").is_file() and (folder / "eval/expected.json").is_file()
+        assert not (folder / "workspace" / "answer.json").exists()
+        assert {p.suffix for p in (folder / "workspace").rglob("*") if p.is_file()} <= {".csv", ".json", ".tsv"}
+
+    import datasets
+
+    loaded = datasets.load_from_disk(str(project / "outputs/release/dataset"))
+    assert list(loaded) == ["reproduction"] and loaded["reproduction"].num_rows == RUNNABLE_SCRIPTS
+
+    assert "changed" not in _run(project, *dvc, "status").lower()
+    assert "Running stage" not in _run(project, *dvc, "repro")
+
+    # A verifier change re-runs verify (and release only if verify's output changed), nothing upstream,
+    # and every reference run comes from the cache.
+    _run(project, *trailforge, "compose", "recipe=tiny", "verifier.rtol=1e-5")
+    log = _run(project, *dvc, "repro")
+    ran = [line.split("'")[1] for line in log.splitlines() if line.startswith("Running stage")]
+    assert ran[0] == "verify" and set(ran) <= {"verify", "release"}
+    counters = _stats(project, "verify")["counters"]
+    assert counters.get("reference_runs_executed", 0) == 0
+    assert counters["reference_runs_cached"] == 2 * RUNNABLE_SCRIPTS

@@ -1,0 +1,138 @@
+"""Dependency inference: import scan, stdlib/local filtering, manifest parsers."""
+from __future__ import annotations
+
+import pytest
+
+from trailforge.envs.deps import (
+    distribution_for,
+    parse_environment_yml,
+    parse_manifest,
+    parse_pyproject,
+    parse_requirements,
+    scan_imports,
+    third_party,
+)
+
+SOURCE = """
+from __future__ import annotations
+import os, sys
+import numpy as np
+import scipy.stats
+from pandas import DataFrame
+from sklearn.linear_model import LinearRegression
+from . import helpers
+from .utils import load
+from ..pkg.sub import thing
+
+def f():
+    import yaml
+"""
+
+
+def test_scan_imports_collects_absolute_top_level_names():
+    absolute, _ = scan_imports(SOURCE)
+    assert absolute == {"os", "sys", "numpy", "scipy", "pandas", "sklearn", "yaml", "__future__"}
+
+
+def test_scan_imports_collects_relative_module_names():
+    _, relative = scan_imports(SOURCE)
+    assert relative == {"", "utils", "pkg.sub"}
+
+
+def test_scan_imports_syntax_error_raises():
+    with pytest.raises(SyntaxError):
+        scan_imports("import numpy as\n")
+
+
+def test_third_party_drops_stdlib_future_and_local_modules():
+    imports = {"os", "json", "__future__", "numpy", "helpers", "pandas", "collections"}
+    assert third_party(imports, local_modules={"helpers"}) == ["numpy", "pandas"]
+
+
+def test_third_party_is_sorted():
+    assert third_party({"zeta", "alpha", "mid"}, set()) == ["alpha", "mid", "zeta"]
+
+
+@pytest.mark.parametrize(
+    "import_name, dist",
+    [
+        ("sklearn", "scikit-learn"),
+        ("PIL", "Pillow"),
+        ("yaml", "PyYAML"),
+        ("Bio", "biopython"),
+        ("cv2", "opencv-python-headless"),
+        ("skimage", "scikit-image"),
+        ("numpy", "numpy"),
+    ],
+)
+def test_distribution_for_maps_import_names(import_name, dist):
+    assert distribution_for(import_name) == dist
+
+
+def test_parse_requirements_ignores_comments_blank_lines_and_options():
+    text = """
+# pinned for the paper
+numpy==1.26.4  # inline comment
+-r other.txt
+--extra-index-url https://example.org/simple
+-e .
+
+pandas>=2
+scipy
+"""
+    assert parse_requirements(text) == ["numpy==1.26.4", "pandas>=2", "scipy"]
+
+
+def test_parse_pyproject_reads_project_dependencies():
+    text = '[project]\nname = "x"\ndependencies = ["numpy>=1.24", "pandas"]\n'
+    assert parse_pyproject(text) == ["numpy>=1.24", "pandas"]
+
+
+def test_parse_pyproject_without_project_table_is_empty():
+    assert parse_pyproject('[tool.black]\nline-length = 100\n') == []
+
+
+def test_parse_environment_yml_converts_conda_pins_and_reads_pip_section():
+    text = """
+name: analysis
+channels: [conda-forge]
+dependencies:
+  - python=3.11
+  - numpy=1.26
+  - scipy>=1.10
+  - pandas==2.1
+  - matplotlib
+  - pip
+  - pip:
+      - seaborn==0.13
+      - requests
+"""
+    assert parse_environment_yml(text) == [
+        "numpy==1.26", "scipy>=1.10", "pandas==2.1", "matplotlib", "pip", "seaborn==0.13", "requests",
+    ]
+
+
+@pytest.mark.xfail(strict=True, reason="bug: parse_environment_yml drops every conda dependency whose name starts "
+                   "with 'python' (python-dateutil, python-igraph), not only the interpreter pin")
+def test_parse_environment_yml_keeps_packages_named_python_something():
+    text = "dependencies:\n  - python=3.11\n  - python-dateutil=2.8\n"
+    assert parse_environment_yml(text) == ["python-dateutil==2.8"]
+
+
+def test_parse_environment_yml_empty_document():
+    assert parse_environment_yml("") == []
+    assert parse_environment_yml("name: x\n") == []
+
+
+@pytest.mark.parametrize(
+    "name, text, expected",
+    [
+        ("requirements.txt", "numpy\n", ["numpy"]),
+        ("requirements-dev.txt", "pytest\n", ["pytest"]),
+        ("environment.yaml", "dependencies: [numpy=1.2]\n", ["numpy==1.2"]),
+        ("pyproject.toml", '[project]\ndependencies = ["a"]\n', ["a"]),
+        ("setup.cfg", "[metadata]\n", []),
+    ],
+)
+def test_parse_manifest_dispatches_on_file_name(name, text, expected):
+    assert parse_manifest(name, text) == expected

@@ -1,0 +1,159 @@
+"""The standalone grader ``templates/eval.py``, run exactly as an agent's harness runs it."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import trailforge.envs
+
+EVAL = Path(trailforge.envs.__file__).parent / "templates" / "eval.py"
+
+TABLE = {"columns": ["site", "mean"], "rows": [["A", 1.5], ["B", 2.5], ["C", 3.5]]}
+EXPECTED = {
+    "task_id": "t1",
+    "fields": [
+        {"name": "mean", "type": "number", "value": 2.3994, "rtol": 1e-6, "atol": 5.05e-5},
+        {"name": "count", "type": "integer", "value": 12, "rtol": 1e-6, "atol": 1e-9},
+        {"name": "month", "type": "string", "value": "Jul", "rtol": 1e-6, "atol": 1e-9},
+        {"name": "converged", "type": "boolean", "value": True, "rtol": 1e-6, "atol": 1e-9},
+        {"name": "series", "type": "number_list", "value": [1.0, 2.0], "rtol": 1e-6, "atol": 1e-9},
+        {"name": "summary", "type": "table", "value": TABLE, "rtol": 1e-6, "atol": 0.0051},
+    ],
+}
+GOOD = {"mean": 2.3994, "count": 12, "month": "Jul", "converged": True, "series": [1.0, 2.0], "summary": TABLE}
+
+
+def grade(tmp_path: Path, answer, expected=EXPECTED, raw: str | None = None):
+    answer_path = tmp_path / "answer.json"
+    answer_path.write_text(raw if raw is not None else json.dumps(answer), encoding="utf-8")
+    expected_path = tmp_path / "expected.json"
+    expected_path.write_text(json.dumps(expected), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(EVAL), str(answer_path), str(expected_path)],
+        capture_output=True, text=True, timeout=60,
+    )
+    return done.returncode, json.loads(done.stdout)
+
+
+def with_(**changes):
+    return {**GOOD, **changes}
+
+
+def test_exact_answer_passes_with_report(tmp_path):
+    code, report = grade(tmp_path, GOOD)
+    assert code == 0
+    assert report["passed"] is True
+    assert report["fields"] == {name: "match" for name in GOOD}
+
+
+def test_number_within_tolerance_passes(tmp_path):
+    code, report = grade(tmp_path, with_(mean=2.39944))
+    assert code == 0, report
+
+
+def test_number_outside_tolerance_fails_only_that_field(tmp_path):
+    code, report = grade(tmp_path, with_(mean=2.3996))
+    assert code == 1
+    assert report["passed"] is False
+    assert report["fields"]["mean"] == "mismatch"
+    assert report["fields"]["count"] == "match"
+
+
+def test_missing_field_is_reported_missing(tmp_path):
+    answer = dict(GOOD)
+    del answer["month"]
+    code, report = grade(tmp_path, answer)
+    assert code == 1
+    assert report["fields"]["month"] == "missing"
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("mean", "2.3994"),   # a string where a number is expected
+        ("mean", True),       # a bool is not a number
+        ("count", 13),        # integer mismatch
+        ("count", 12.5),      # not an integer
+        ("count", True),
+        ("month", "jul"),
+        ("converged", 1),
+        ("series", [1.0]),
+        ("series", [1.0, 2.1]),
+        ("summary", [[1, 2]]),
+    ],
+)
+def test_wrong_values_and_types_are_rejected(tmp_path, field, value):
+    code, report = grade(tmp_path, with_(**{field: value}))
+    assert code == 1
+    assert report["fields"][field] == "mismatch"
+
+
+def test_integer_written_as_whole_float_passes(tmp_path):
+    code, _ = grade(tmp_path, with_(count=12.0))
+    assert code == 0
+
+
+def test_table_with_reordered_columns_and_rows_passes(tmp_path):
+    table = {"columns": ["mean", "site"], "rows": [[3.5, "C"], [1.5, "A"], [2.5, "B"]]}
+    code, report = grade(tmp_path, with_(summary=table))
+    assert code == 0, report
+
+
+def test_table_numbers_as_strings_within_tolerance_pass(tmp_path):
+    table = {"columns": ["site", "mean"], "rows": [["A", "1.5"], ["B", "2.502"], ["C", 3.5]]}
+    code, _ = grade(tmp_path, with_(summary=table))
+    assert code == 0
+
+
+def test_table_with_changed_cell_fails(tmp_path):
+    table = {"columns": ["site", "mean"], "rows": [["A", 1.5], ["B", 2.75], ["C", 3.5]]}
+    code, report = grade(tmp_path, with_(summary=table))
+    assert code == 1
+    assert report["fields"]["summary"] == "mismatch"
+
+
+def test_table_with_missing_row_or_column_fails(tmp_path):
+    short = {"columns": ["site", "mean"], "rows": TABLE["rows"][:2]}
+    narrow = {"columns": ["site"], "rows": [["A"], ["B"], ["C"]]}
+    assert grade(tmp_path, with_(summary=short))[0] == 1
+    assert grade(tmp_path, with_(summary=narrow))[0] == 1
+
+
+def test_extra_answer_fields_are_ignored(tmp_path):
+    code, _ = grade(tmp_path, with_(extra="whatever"))
+    assert code == 0
+
+
+def test_malformed_answer_json_exits_2(tmp_path):
+    code, report = grade(tmp_path, None, raw="{not json")
+    assert code == 2
+    assert report["passed"] is False
+    assert "cannot read answer" in report["error"]
+
+
+def test_answer_that_is_not_an_object_exits_2(tmp_path):
+    code, report = grade(tmp_path, [1, 2, 3])
+    assert code == 2
+    assert "JSON object" in report["error"]
+
+
+def test_nan_answer_is_rejected(tmp_path):
+    code, report = grade(tmp_path, None, raw=json.dumps(with_(mean=float("nan"))))
+    assert code == 1
+    assert report["fields"]["mean"] == "mismatch"
+
+
+def test_huge_integer_answer_is_a_mismatch_not_a_crash(tmp_path):
+    code, report = grade(tmp_path, None, raw=json.dumps(GOOD).replace('"mean": 2.3994', '"mean": ' + "9" * 400))
+    assert code == 1
+    assert report["fields"]["mean"] == "mismatch"
+
+
+def test_wrong_argument_count_exits_2():
+    done = subprocess.run([sys.executable, str(EVAL)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "usage" in json.loads(done.stdout)["error"]
