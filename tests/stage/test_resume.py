@@ -29,6 +29,8 @@ def _prepare(project, repo):
 def test_killed_seeds_run_resumes_to_identical_outputs(project, tmp_path):
     files = {"README.md": "Species abundance survey of a meadow habitat.\n", "data/obs.csv": "site,count\nA,3\nB,4\n"}
     files.update({f"script_{k}.py": SCRIPT.format(k=k) for k in range(1, 6)})
+    # a crash's traceback names the random scratch dir; the reject must still be byte-identical
+    files["script_6_crash.py"] = "import csv\nrows = list(csv.DictReader(open('data/obs.csv')))\nrows[0]['nope']\n"
     repo = make_repo(tmp_path / "repos" / "slow-meadow", files)
     _prepare(project, repo)
 
@@ -41,12 +43,12 @@ def test_killed_seeds_run_resumes_to_identical_outputs(project, tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     finished_before_kill = len(list(entries.rglob("*.json")))
-    assert 2 <= finished_before_kill < 5, "the kill must land in the middle of the stage"
+    assert 2 <= finished_before_kill < 6, "the kill must land in the middle of the stage"
 
     run_stage(project, "seeds", "--snapshots", "out/snapshot", "--out", "out/seeds", cache=cache)
     resumed = stats(project / "out/seeds")["counters"]
     assert resumed["executions_cached"] == finished_before_kill
-    assert resumed["executions_run"] == 5 - finished_before_kill
+    assert resumed["executions_run"] == 6 - finished_before_kill
 
     run_stage(project, "seeds", "--snapshots", "out/snapshot", "--out", "out/clean",
               cache=tmp_path / "cache-clean")

@@ -103,6 +103,20 @@ def literal_values(source: str) -> set:
     return values
 
 
+def stable_repr(value) -> str:
+    """repr() with sets sorted, so a statement never depends on hash randomisation."""
+    if isinstance(value, (set, frozenset)):
+        return "{" + ", ".join(sorted(stable_repr(v) for v in value)) + "}" if value else "set()"
+    if isinstance(value, tuple):
+        inner = ", ".join(stable_repr(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if isinstance(value, list):
+        return "[" + ", ".join(stable_repr(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{stable_repr(k)}: {stable_repr(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
 def constants(source: str) -> list[str]:
     """Module-level UPPER_CASE constants with literal values (parameters of the analysis)."""
     found = []
@@ -114,7 +128,7 @@ def constants(source: str) -> list[str]:
                     value = ast.literal_eval(node.value)
                 except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                     continue
-                shown = repr(value)
+                shown = stable_repr(value)
                 if len(shown) <= 80:
                     found.append(f"{name} = {shown}")
     return found

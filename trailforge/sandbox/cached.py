@@ -13,7 +13,7 @@ from ..cache import ContentCache, sha256_bytes
 from .base import PreparedEnv, RunRequest, RunResult, Sandbox
 
 RUN_OP = "sandbox.run"
-RUN_VERSION = 1
+RUN_VERSION = 2  # 2: scratch paths masked in stdout/stderr
 
 
 def run_cached(

@@ -28,6 +28,7 @@ from ..cache import stable_hash
 from .base import BAD_REQUEST, KILLED, NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT, PreparedEnv, RunRequest, RunResult
 
 _SKIP_OUTPUT_PARTS = {"__pycache__", ".tmp"}
+SCRATCH_MARK = "<scratch>"
 _PASS_THROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")  # host CPU workarounds, not secrets
 
 
@@ -169,6 +170,8 @@ class LocalSandbox:
         duration = time.monotonic() - started
         stdout, truncated = _read_capped(logs / "stdout", self.max_stdout_bytes)
         stderr, _ = _read_capped(logs / "stderr", self.max_stdout_bytes)
+        # Scratch paths are random; tracebacks that mention them would make results differ run to run.
+        stdout, stderr = stdout.replace(str(scratch), SCRATCH_MARK), stderr.replace(str(scratch), SCRATCH_MARK)
         code = proc.returncode
         if timed_out:
             reason = TIMEOUT

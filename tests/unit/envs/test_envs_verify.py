@@ -1,0 +1,264 @@
+"""Pure helpers of the verifier: reproducibility, tolerance calibration, wrong answers, isolation."""
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+import trailforge.envs
+from trailforge.config.schema import VerifierConfig
+from trailforge.envs.verify import (
+    Rejected,
+    calibrate,
+    check_isolation,
+    check_reproducible,
+    expected_document,
+    leak_needles,
+    wrong_answers,
+)
+from trailforge.io import AnswerField, FileEntry, TaskRow
+
+PROGRAM = (
+    "import csv\n"
+    "rows = list(csv.DictReader(open('data/temps.csv', encoding='utf-8')))\n"
+    "values = [float(row['temperature_kelvin']) for row in rows if row['station_name'] != '']\n"
+    "print('Mean anomaly (K): %.4f' % (sum(values) / len(values) - 288.0))\n"
+    "print('Warmest month: ' + max(rows, key=lambda row: float(row['temperature_kelvin']))['month'])\n"
+)
+DATA = b"station_name,month,temperature_kelvin\nA,Jan,287.1\nA,Jul,289.9\n"
+TABLE = {"columns": ["site", "mean"], "rows": [["A", 1.5], ["B", 2.5]]}
+
+SCHEMA = [
+    AnswerField(name="mean_anomaly", type="number", label="Mean anomaly", unit="K", source="stdout", decimals=4,
+                resolution=5e-5),
+    AnswerField(name="warmest_month", type="string", label="Warmest month", source="stdout"),
+    AnswerField(name="count", type="integer", label="Count", source="stdout", decimals=0),
+    AnswerField(name="summary", type="table", label="table written to summary.csv", source="file:summary.csv",
+                resolution=0.05),
+]
+REFERENCE = {"mean_anomaly": 0.4312, "warmest_month": "Jul", "count": 12, "summary": TABLE}
+STATEMENT = (
+    "# Reproduce an analysis from `org/climate` (earth science)\n\n"
+    "## Input data (in your working directory)\n- `data/temps.csv` (table, 2 rows)\n\n"
+    "## What to report\n- `mean_anomaly`: a number; printed as \"Mean anomaly\"\n"
+)
+
+
+def make_task(schema=SCHEMA, reference=REFERENCE, statement=STATEMENT, program=None) -> TaskRow:
+    data_entry = FileEntry(path="data/temps.csv", sha256=hashlib.sha256(DATA).hexdigest(), size=len(DATA),
+                           kind="data")
+    return TaskRow(
+        task_id="org__climate__analysis.py__reproduction",
+        task_type="reproduction",
+        seed_id="org/climate:analysis.py",
+        repo_id="org/climate",
+        discipline="earth_science",
+        statement=statement,
+        answer_schema=list(schema),
+        reference_answer=copy.deepcopy(reference),
+        entrypoint="analysis.py",
+        reference_program=program or {"analysis.py": PROGRAM},
+        workspace_files=[data_entry],
+        tree="/nonexistent",
+        distributions=[],
+        sandbox_spec={},
+    )
+
+
+def _grader():
+    path = Path(trailforge.envs.__file__).parent / "templates" / "eval.py"
+    spec = importlib.util.spec_from_file_location("tf_eval_template_for_tests", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.grade
+
+
+# --- reproducibility -------------------------------------------------------------------------------------
+
+def test_identical_runs_have_zero_spread():
+    task = make_task()
+    spreads = check_reproducible(task, [copy.deepcopy(REFERENCE), copy.deepcopy(REFERENCE)], 0.05)
+    assert spreads == {"mean_anomaly": 0.0, "warmest_month": 0.0, "count": 0.0, "summary": 0.0}
+
+
+def test_small_numeric_drift_is_measured():
+    run = {**REFERENCE, "mean_anomaly": 0.4312 * (1 + 1e-4)}
+    spreads = check_reproducible(make_task(), [REFERENCE, run], 0.05)
+    assert spreads["mean_anomaly"] == pytest.approx(1e-4)
+
+
+def test_changed_string_field_is_not_reproducible():
+    run = {**REFERENCE, "warmest_month": "Aug"}
+    with pytest.raises(Rejected) as info:
+        check_reproducible(make_task(), [REFERENCE, run], 0.05)
+    assert info.value.reason == "not_reproducible"
+    assert "warmest_month" in info.value.message
+
+
+def test_changed_table_label_is_not_reproducible():
+    table = {"columns": ["site", "mean"], "rows": [["A", 1.5], ["Z", 2.5]]}
+    with pytest.raises(Rejected, match="summary"):
+        check_reproducible(make_task(), [REFERENCE, {**REFERENCE, "summary": table}], 0.05)
+
+
+def test_numeric_drift_above_max_rel_spread_is_rejected():
+    run = {**REFERENCE, "mean_anomaly": 0.4312 * 1.2}
+    with pytest.raises(Rejected) as info:
+        check_reproducible(make_task(), [REFERENCE, run], 0.05)
+    assert info.value.reason == "not_reproducible"
+    assert info.value.detail["field"] == "mean_anomaly"
+    assert info.value.detail["spread"] == pytest.approx(0.2)
+
+
+def test_run_missing_a_field_is_not_reproducible():
+    run = {k: v for k, v in REFERENCE.items() if k != "count"}
+    with pytest.raises(Rejected, match="count"):
+        check_reproducible(make_task(), [REFERENCE, run], 0.05)
+
+
+# --- calibration -----------------------------------------------------------------------------------------
+
+def test_calibrate_uses_rtol_floor_without_spread():
+    cfg = VerifierConfig(rtol=1e-6, atol=1e-9, spread_factor=10.0)
+    tol = calibrate(make_task(), {"mean_anomaly": 0.0}, cfg)
+    assert tol["mean_anomaly"]["rtol"] == pytest.approx(1e-6)
+
+
+def test_calibrate_widens_rtol_by_spread_factor():
+    cfg = VerifierConfig(rtol=1e-6, spread_factor=10.0)
+    tol = calibrate(make_task(), {"mean_anomaly": 1e-3}, cfg)
+    assert tol["mean_anomaly"]["rtol"] == pytest.approx(1e-2)
+
+
+def test_calibrate_atol_from_field_resolution_or_floor():
+    cfg = VerifierConfig(atol=1e-9)
+    tol = calibrate(make_task(), {}, cfg)
+    assert tol["mean_anomaly"]["atol"] == pytest.approx(5e-5 * 1.01)
+    assert tol["summary"]["atol"] == pytest.approx(0.05 * 1.01)
+    assert tol["count"]["atol"] == pytest.approx(1e-9)
+    assert set(tol) == {f.name for f in SCHEMA}
+
+
+def test_calibrated_tolerance_accepts_value_rounded_to_printed_precision():
+    task = make_task()
+    tol = calibrate(task, {}, VerifierConfig())
+    grade = _grader()
+    report = grade({**REFERENCE, "mean_anomaly": 0.43124}, expected_document(task, tol))
+    assert report["passed"], report
+
+
+# --- wrong answers ---------------------------------------------------------------------------------------
+
+def _numeric_task():
+    schema = [SCHEMA[0], SCHEMA[1]]
+    return make_task(schema=schema, reference={"mean_anomaly": 0.4312, "warmest_month": "Jul"})
+
+
+def test_wrong_answers_for_numeric_task_include_expected_kinds():
+    task = _numeric_task()
+    wrong = wrong_answers(task, calibrate(task, {}, VerifierConfig()))
+    assert {"scaled_value", "sign_flipped", "unit_error_x1000", "missing_field"} <= set(wrong)
+    assert wrong["sign_flipped"]["mean_anomaly"] == -0.4312
+    assert wrong["unit_error_x1000"]["mean_anomaly"] == pytest.approx(431.2)
+    assert "mean_anomaly" not in wrong["missing_field"]
+
+
+def test_every_wrong_answer_differs_from_reference():
+    task = make_task()
+    wrong = wrong_answers(task, calibrate(task, {}, VerifierConfig()))
+    assert {"integer_off_by_one", "different_string", "table_cell_changed"} <= set(wrong)
+    for name, answer in wrong.items():
+        assert answer != task.reference_answer, name
+    assert task.reference_answer == REFERENCE, "building wrong answers must not mutate the reference"
+
+
+def test_every_wrong_answer_is_rejected_by_the_grader():
+    task = make_task()
+    tol = calibrate(task, {"mean_anomaly": 1e-3}, VerifierConfig())
+    expected = expected_document(task, tol)
+    grade = _grader()
+    assert grade(task.reference_answer, expected)["passed"]
+    for name, answer in wrong_answers(task, tol).items():
+        assert not grade(answer, expected)["passed"], name
+
+
+def test_scaled_value_clears_a_wide_tolerance():
+    task = _numeric_task()
+    tol = {"mean_anomaly": {"rtol": 0.02, "atol": 0.0}, "warmest_month": {"rtol": 0.0, "atol": 0.0}}
+    scaled = wrong_answers(task, tol)["scaled_value"]["mean_anomaly"]
+    assert abs(scaled - 0.4312) > 0.02 * 0.4312 * 10
+
+
+@pytest.mark.xfail(strict=True, reason="bug: table_cell_changed maps a cell c to 1.5*c + 1, a fixed point at "
+                   "c == -2.0, so the 'wrong' table equals the reference")
+def test_table_cell_changed_differs_when_first_cell_is_minus_two():
+    table = {"columns": ["site", "delta"], "rows": [["A", -2.0], ["B", 3.0]]}
+    task = make_task(schema=[SCHEMA[3]], reference={"summary": table})
+    wrong = wrong_answers(task, {"summary": {"rtol": 1e-6, "atol": 1e-9}})
+    assert wrong["table_cell_changed"]["summary"] != table
+
+
+# --- isolation -------------------------------------------------------------------------------------------
+
+def test_leak_needles_cover_repr_and_printed_form():
+    needles = leak_needles(make_task(), workspace_text="")
+    assert "0.4312" in needles
+    assert "Jul" in needles
+
+
+def test_string_present_in_data_is_not_a_needle():
+    needles = leak_needles(make_task(), workspace_text=DATA.decode())
+    assert "Jul" not in needles
+
+
+def test_clean_task_passes_isolation():
+    check_isolation(make_task(), {"data/temps.csv": DATA})
+
+
+def test_statement_with_reference_value_is_answer_leak():
+    statement = STATEMENT.replace("## What to report", "The mean anomaly is 0.4312 K.\n\n## What to report")
+    with pytest.raises(Rejected) as info:
+        check_isolation(make_task(statement=statement), {"data/temps.csv": DATA})
+    assert info.value.reason == "answer_leak"
+
+
+def test_value_inside_a_longer_number_is_not_a_leak():
+    statement = STATEMENT.replace("## What to report", "Station id 10.43125.\n\n## What to report")
+    check_isolation(make_task(statement=statement), {"data/temps.csv": DATA})
+
+
+def test_workspace_file_identical_to_reference_program_is_program_leak():
+    workspace = {"data/temps.csv": DATA, "data/copy_of_script.txt": PROGRAM.encode()}
+    with pytest.raises(Rejected) as info:
+        check_isolation(make_task(), workspace)
+    assert info.value.reason == "program_leak"
+
+
+def test_workspace_file_named_like_program_is_program_leak():
+    with pytest.raises(Rejected, match="analysis.py") as info:
+        check_isolation(make_task(), {"data/temps.csv": DATA, "analysis.py": b"print(1)\n"})
+    assert info.value.reason == "program_leak"
+
+
+def test_workspace_results_file_with_long_value_is_answer_leak():
+    schema = [AnswerField(name="rate", type="number", label="Rate", source="stdout", decimals=6,
+                          resolution=5e-7)]
+    task = make_task(schema=schema, reference={"rate": 0.123457})
+    with pytest.raises(Rejected) as info:
+        check_isolation(task, {"data/temps.csv": DATA, "data/results.txt": b"rate = 0.123457\n"})
+    assert info.value.reason == "answer_leak"
+
+
+@pytest.mark.xfail(strict=True, reason="bug: leak_needles builds the 'printed' needle as f'{value:.{decimals}f}', but "
+                   "for a value printed in scientific notation decimals counts mantissa digits, so the printed form "
+                   "'4.1523e+06' is never searched for and a statement quoting it passes isolation")
+def test_statement_with_value_in_printed_scientific_form_is_answer_leak():
+    schema = [AnswerField(name="factor", type="number", label="Pre-exponential factor", unit="1/s", source="stdout",
+                          decimals=4, resolution=50.0)]
+    statement = STATEMENT.replace("## What to report", "The factor is 4.1523e+06.\n\n## What to report")
+    task = make_task(schema=schema, reference={"factor": 4152300.0}, statement=statement)
+    with pytest.raises(Rejected):
+        check_isolation(task, {"data/temps.csv": DATA})
