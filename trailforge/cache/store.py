@@ -74,14 +74,17 @@ class ContentCache:
         path = self._entry_path(op, key)
         try:
             return json.loads(path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError):
+        except (OSError, ValueError):  # missing, truncated or garbled entries are misses
             return None
 
     def put(self, op: str, key: str, value: Any) -> None:
         _atomic_write(self._entry_path(op, key), json.dumps(value, sort_keys=True).encode("utf-8"))
 
     def get_or_compute(self, op: str, version: int, inputs: Any, compute: Callable[[], Any]) -> tuple[Any, bool]:
-        """Return ``(value, hit)``; compute and store the value on a miss."""
+        """Return ``(value, hit)``; compute and store the value on a miss.
+
+        ``None`` marks a miss, so ``compute`` must return a value that is not ``None``.
+        """
         key = self.key(op, version, inputs)
         cached = self.get(op, key)
         if cached is not None:

@@ -35,6 +35,8 @@ def slug(text: str) -> str:
 def parse_scalar(text: str) -> tuple[str, Any, int | None] | None:
     """``(type, value, printed decimals)`` of a printed value, or None if it is not a result."""
     text = text.strip().rstrip(".,;")
+    if text.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        return None  # not a result anyone can grade
     if _INT.match(text):
         return "integer", int(text), 0
     if _FLOAT.match(text):

@@ -81,7 +81,7 @@ def parse_environment_yml(text: str) -> list[str]:
     data = yaml.safe_load(text) or {}
     reqs = []
     for dep in data.get("dependencies", []) or []:
-        if isinstance(dep, str) and not dep.startswith("python"):
+        if isinstance(dep, str) and re.split(r"[=<>!~ ]", dep, maxsplit=1)[0].strip() != "python":
             reqs.append(dep.replace("=", "==", 1) if re.match(r"^[\w.-]+=[^=]", dep) else dep)
         elif isinstance(dep, dict):
             reqs.extend(str(d) for d in dep.get("pip", []) or [])

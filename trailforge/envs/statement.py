@@ -71,7 +71,10 @@ def operations(source: str) -> list[str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
                 aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    calls = sorted((n for n in ast.walk(module) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    # In a chain such as df.groupby(...).mean() both calls start at the same place; the inner one
+    # (shorter) runs first.
+    calls = sorted((n for n in ast.walk(module) if isinstance(n, ast.Call)),
+                   key=lambda n: (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset))
     seen: list[str] = []
     for call in calls:
         name = _call_name(call.func, aliases)
@@ -117,6 +120,17 @@ def stable_repr(value) -> str:
     return repr(value)
 
 
+def _only_safe_strings(value) -> bool:
+    """Strings from a repository are untrusted: only short identifier-like ones reach a statement."""
+    if isinstance(value, str):
+        return re.fullmatch(r"[\w.+/-]{1,30}", value) is not None
+    if isinstance(value, (set, frozenset, tuple, list)):
+        return all(_only_safe_strings(v) for v in value)
+    if isinstance(value, dict):
+        return all(_only_safe_strings(k) and _only_safe_strings(v) for k, v in value.items())
+    return True
+
+
 def constants(source: str) -> list[str]:
     """Module-level UPPER_CASE constants with literal values (parameters of the analysis)."""
     found = []
@@ -129,7 +143,7 @@ def constants(source: str) -> list[str]:
                 except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                     continue
                 shown = stable_repr(value)
-                if len(shown) <= 80:
+                if len(shown) <= 80 and _only_safe_strings(value):
                     found.append(f"{name} = {shown}")
     return found
 

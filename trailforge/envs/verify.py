@@ -193,7 +193,7 @@ def wrong_answers(task: TaskRow, tolerances: dict[str, dict[str, float]]) -> dic
         for row in table["rows"]:
             cells = [i for i, c in enumerate(row) if isinstance(c, float) and c != 0]
             if cells:
-                row[cells[0]] = row[cells[0]] * 1.5 + 1.0
+                row[cells[0]] = row[cells[0]] + max(1.0, abs(row[cells[0]]))  # never equal to the original
                 break
         wrong["table_cell_changed"] = {**ref, tables[0].name: table}
     first = task.answer_schema[0].name
@@ -244,6 +244,7 @@ def leak_needles(task: TaskRow, workspace_text: str) -> list[str]:
                 needles.append(repr(value))
                 if field.decimals:
                     needles.append(f"{value:.{field.decimals}f}")
+                    needles.append(f"{value:.{field.decimals}e}")  # as printed in scientific notation
         elif field.type == "integer" and abs(value) >= 1000:
             needles.append(str(value))
         elif field.type == "string" and len(value) >= 3 and value not in workspace_text:

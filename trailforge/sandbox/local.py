@@ -179,6 +179,8 @@ class LocalSandbox:
             reason = OK
         elif code is not None and code < 0:
             reason = OUTPUT_LIMIT if -code == signal.SIGXFSZ else KILLED
+        elif self._hit_file_limit(logs, stderr):
+            reason = OUTPUT_LIMIT  # Python ignores SIGXFSZ, so the limit surfaces as errno 27 instead
         else:
             reason = NONZERO_EXIT
         files, oversized = self._collect(scratch, request.files)
@@ -192,6 +194,10 @@ class LocalSandbox:
             oversized_files=oversized,
             duration_s=round(duration, 4),
         )
+
+    def _hit_file_limit(self, logs: Path, stderr: str) -> bool:
+        sizes = [(logs / name).stat().st_size for name in ("stdout", "stderr")]
+        return "[Errno 27] File too large" in stderr or max(sizes) >= self.max_output_file_bytes
 
     def _collect(self, scratch: Path, inputs: dict[str, bytes]) -> tuple[dict[str, bytes], list[str]]:
         """Files the program created or changed (symlinks are never followed)."""

@@ -115,8 +115,6 @@ def test_corrupt_entry_is_treated_as_a_miss_and_rewritten(tmp_path):
     assert cache.get("op", cache.key("op", 1, {"x": 1})) == "recomputed"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: ContentCache.get catches FileNotFoundError and JSONDecodeError only; an "
-                   "entry with invalid UTF-8 bytes raises UnicodeDecodeError out of get_or_compute")
 def test_entry_with_invalid_utf8_is_treated_as_a_miss(tmp_path):
     cache = ContentCache(tmp_path)
     cache.get_or_compute("op", 1, {"x": 1}, Counter("v"))

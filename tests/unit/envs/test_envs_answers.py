@@ -96,8 +96,6 @@ def test_non_result_values_are_not_fields(text):
     assert parse_scalar(text) is None
 
 
-@pytest.mark.xfail(strict=True, reason="bug: parse_scalar rejects non-finite floats only when written with digits "
-                   "(1e999); 'nan'/'inf' fall through to the string pattern and become string answer fields")
 @pytest.mark.parametrize("text", ["nan", "inf"])
 def test_non_finite_words_are_not_fields(text):
     assert parse_scalar(text) is None

@@ -112,8 +112,6 @@ dependencies:
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: parse_environment_yml drops every conda dependency whose name starts "
-                   "with 'python' (python-dateutil, python-igraph), not only the interpreter pin")
 def test_parse_environment_yml_keeps_packages_named_python_something():
     text = "dependencies:\n  - python=3.11\n  - python-dateutil=2.8\n"
     assert parse_environment_yml(text) == ["python-dateutil==2.8"]

@@ -192,8 +192,6 @@ def test_scaled_value_clears_a_wide_tolerance():
     assert abs(scaled - 0.4312) > 0.02 * 0.4312 * 10
 
 
-@pytest.mark.xfail(strict=True, reason="bug: table_cell_changed maps a cell c to 1.5*c + 1, a fixed point at "
-                   "c == -2.0, so the 'wrong' table equals the reference")
 def test_table_cell_changed_differs_when_first_cell_is_minus_two():
     table = {"columns": ["site", "delta"], "rows": [["A", -2.0], ["B", 3.0]]}
     task = make_task(schema=[SCHEMA[3]], reference={"summary": table})
@@ -252,9 +250,6 @@ def test_workspace_results_file_with_long_value_is_answer_leak():
     assert info.value.reason == "answer_leak"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: leak_needles builds the 'printed' needle as f'{value:.{decimals}f}', but "
-                   "for a value printed in scientific notation decimals counts mantissa digits, so the printed form "
-                   "'4.1523e+06' is never searched for and a statement quoting it passes isolation")
 def test_statement_with_value_in_printed_scientific_form_is_answer_leak():
     schema = [AnswerField(name="factor", type="number", label="Pre-exponential factor", unit="1/s", source="stdout",
                           decimals=4, resolution=50.0)]

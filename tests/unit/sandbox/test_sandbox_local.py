@@ -112,9 +112,6 @@ def test_output_flood_is_capped_and_flagged(sandbox, env):
     assert result.reason != "ok"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: OUTPUT_LIMIT needs death by SIGXFSZ, but Python ignores SIGXFSZ (and the "
-                   "ignore is inherited across exec), so exceeding the file-size limit surfaces as EFBIG -> "
-                   "'nonzero_exit', blamed on the program")
 def test_output_flood_reason_is_output_limit(sandbox, env):
     result = run(sandbox, env, "import sys\nsys.stdout.write('x' * 10_000_000)\n")
     assert result.reason == "output_limit"
