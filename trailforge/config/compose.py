@@ -63,13 +63,13 @@ def compose(recipe: str, overrides: list[str] | None = None, root: Path | None =
         OmegaConf.resolve(cfg)
         data = OmegaConf.to_container(cfg)
     except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError(_hydra_message(exc, root)) from None
+        raise ConfigError(_hydra_message(exc)) from None
     finally:
         os.chdir(cwd)
     return data
 
 
-def _hydra_message(exc: Exception, root: Path) -> str:
+def _hydra_message(exc: Exception) -> str:
     text = str(exc).split("\nConfig search path:")[0].strip()
     match = re.search(r"Could not override '([^']+)'", text)
     if match:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tempfile
 from pathlib import Path
 
 from ..config.schema import DomainConfig, RepoEntry
@@ -70,13 +71,10 @@ def _discover_path(entry, repo_id, domain, project_root, recorder) -> RepoRow | 
 
 
 def _discover_git(entry, repo_id, domain, recorder) -> RepoRow | None:
-    import tempfile
-
+    # A pinned ref may be older than the tip, so only an unpinned clone can be shallow.
+    shallow = [] if entry.ref else ["--depth", "1"]
     with tempfile.TemporaryDirectory(prefix="tf-discover-") as tmp:
-        cmd = ["git", "clone", "--quiet", "--depth", "1", entry.url, tmp]
-        if entry.ref:
-            cmd = ["git", "clone", "--quiet", entry.url, tmp]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(["git", "clone", "--quiet", *shallow, entry.url, tmp], capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             recorder.reject(repo_id, "clone_failed", f"git clone {entry.url} failed: {done.stderr.strip()[:500]}")
             return None

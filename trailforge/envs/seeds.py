@@ -9,6 +9,8 @@ cleanly, reads at least one data file and prints or writes something.
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,8 +152,6 @@ def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCach
 
 
 def _read_trace(data: bytes | None) -> dict:
-    import json
-
     if not data:
         return {"reads": [], "local_modules": []}
     try:
@@ -162,8 +162,6 @@ def _read_trace(data: bytes | None) -> dict:
 
 
 def _written(path: str, data: bytes) -> WrittenFile:
-    import hashlib
-
     text = None
     if len(data) <= MAX_TEXT_OUTPUT:
         try:

@@ -6,6 +6,7 @@ only the data files the program was observed to read.
 """
 from __future__ import annotations
 
+import functools
 import re
 from importlib import resources
 from pathlib import Path
@@ -15,6 +16,7 @@ from .answers import extract_answer
 from .statement import describe_data_file, literal_values, reproduction_statement
 
 
+@functools.cache
 def eval_script() -> str:
     return resources.files("trailforge.envs").joinpath("templates/eval.py").read_text(encoding="utf-8")
 

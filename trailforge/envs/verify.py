@@ -64,7 +64,7 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
     spreads = check_reproducible(task, runs, cfg.max_rel_spread)
     tolerances = calibrate(task, spreads, cfg)
     expected = expected_document(task, tolerances)
-    positives, negatives = check_gradable(task, runs, expected, cfg, sandbox, env, cache, recorder)
+    positives, negatives = check_gradable(task, runs, expected, tolerances, cfg, sandbox, env, cache, recorder)
     check_isolation(task, workspace)
     return VerifiedTaskRow(
         **task.model_dump(),
@@ -216,11 +216,11 @@ def _run_eval(expected: dict, answer: dict, sandbox: Sandbox, env, cache: Conten
     return result.exit_code == 0
 
 
-def check_gradable(task, runs, expected, cfg: VerifierConfig, sandbox, env, cache, recorder) -> tuple[int, dict]:
+def check_gradable(task, runs, expected, tolerances, cfg: VerifierConfig, sandbox, env, cache,
+                   recorder) -> tuple[int, dict]:
     for index, answer in enumerate([task.reference_answer, *runs]):
         if not _run_eval(expected, answer, sandbox, env, cache, cfg.eval_timeout_s, recorder):
             raise Rejected("eval_rejects_reference", f"eval.py rejects reference answer #{index}")
-    tolerances = {f["name"]: {"rtol": f["rtol"], "atol": f["atol"]} for f in expected["fields"]}
     verdicts = {}
     for name, answer in wrong_answers(task, tolerances).items():
         accepted = _run_eval(expected, answer, sandbox, env, cache, cfg.eval_timeout_s, recorder)
@@ -235,21 +235,27 @@ def check_gradable(task, runs, expected, cfg: VerifierConfig, sandbox, env, cach
 
 def leak_needles(task: TaskRow, workspace_text: str) -> list[str]:
     """Strings whose presence would reveal a reference value."""
-    needles = []
+    needles = set()
     for field in task.answer_schema:
-        value = task.reference_answer[field.name]
-        if field.type == "number" and isinstance(value, float):
-            digits = len(re.sub(r"[^0-9]", "", f"{abs(value):g}").lstrip("0"))
-            if digits >= 3:
-                needles.append(repr(value))
-                if field.decimals:
-                    needles.append(f"{value:.{field.decimals}f}")
-                    needles.append(f"{value:.{field.decimals}e}")  # as printed in scientific notation
-        elif field.type == "integer" and abs(value) >= 1000:
-            needles.append(str(value))
-        elif field.type == "string" and len(value) >= 3 and value not in workspace_text:
-            needles.append(value)  # a category present in the data is a choice, not a leak
-    return sorted(set(needles))
+        needles.update(field_needles(field, task.reference_answer[field.name], workspace_text))
+    return sorted(needles)
+
+
+def field_needles(field, value: Any, workspace_text: str) -> list[str]:
+    """The printed forms of one field's value that would give it away."""
+    if field.type == "number" and isinstance(value, float):
+        if len(re.sub(r"[^0-9]", "", f"{abs(value):g}").lstrip("0")) < 3:
+            return []
+        needles = [repr(value)]
+        if field.decimals:
+            needles.append(f"{value:.{field.decimals}f}")
+            needles.append(f"{value:.{field.decimals}e}")  # as printed in scientific notation
+        return needles
+    if field.type == "integer" and abs(value) >= 1000:
+        return [str(value)]
+    if field.type == "string" and len(value) >= 3 and value not in workspace_text:
+        return [value]  # a category present in the data is a choice, not a leak
+    return []
 
 
 def check_isolation(task: TaskRow, workspace: dict[str, bytes]) -> None:
@@ -266,7 +272,7 @@ def check_isolation(task: TaskRow, workspace: dict[str, bytes]) -> None:
         if _contains_number(prose, needle):
             raise Rejected("answer_leak", f"the statement contains the reference value {needle!r}")
     for field in task.answer_schema:
-        own = [n for n in leak_needles(task.model_copy(update={"answer_schema": [field]}), "") if n]
+        own = field_needles(field, task.reference_answer[field.name], "")
         if any(_contains_number(field.label, n) for n in own):
             raise Rejected("answer_leak", f"the label of field {field.name} contains its own value")
     for path, text in texts.items():

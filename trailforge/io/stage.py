@@ -6,7 +6,6 @@ import json
 import sys
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 from ..config import ConfigError, TrailforgeConfig, load_params
 
@@ -40,6 +39,3 @@ def print_summary(stats: dict) -> None:
         brief["cache"] = {k: stats["cache"][k] for k in ("hits", "misses")}
     print(json.dumps(brief, sort_keys=True))
 
-
-def repo_root() -> Path:
-    return Path.cwd()

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import threading
+import types
 import typing
 from collections import Counter
 from pathlib import Path
@@ -38,7 +39,7 @@ def _is_scalar(annotation: Any) -> bool:
     origin = typing.get_origin(annotation)
     if origin is typing.Literal:
         return True
-    return bool(args) and origin in (typing.Union, getattr(__import__("types"), "UnionType", None)) and all(
+    return bool(args) and origin in (typing.Union, types.UnionType) and all(
         _is_scalar(a) for a in args
     )
 

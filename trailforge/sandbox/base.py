@@ -58,6 +58,7 @@ class RunResult:
 
 class Sandbox(Protocol):
     name: str
+    timeout_s: float
 
     def prepare(self, distributions: list[str]) -> PreparedEnv: ...
 
