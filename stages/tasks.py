@@ -1,19 +1,29 @@
-"""Stage tasks: synthesise tasks (Reproduction) with reference answers, schemas and statements."""
+"""Stage tasks: Reproduction, Subflow, Completion and Correction tasks with reference answers, schemas and statements."""
 from pathlib import Path
 
-from trailforge.envs.tasks import build_reproduction
-from trailforge.io import SeedRow, StageRecorder, TaskRow, read_rows
+from trailforge.cache import ContentCache, cache_dir_from_env
+from trailforge.envs.tasks import build_seed_tasks
+from trailforge.executor import build_executor
+from trailforge.io import SeedRow, StageRecorder, TaskRow, WorkflowRow, read_rows
 from trailforge.io.stage import params_or_exit, print_summary, stage_args, timed
+from trailforge.sandbox import build_sandbox
 
 
 def main() -> None:
-    args = stage_args(__doc__, inputs=["seeds"])
+    args = stage_args(__doc__, inputs=["seeds", "workflows"])
     cfg = params_or_exit(args.params)
     recorder = StageRecorder("tasks")
     seeds = read_rows(Path(args.seeds) / "data", SeedRow)
+    workflows = {w.seed_id: w for w in read_rows(Path(args.workflows) / "data", WorkflowRow)}
+    sandbox, executor, cache = build_sandbox(cfg.sandbox), build_executor(cfg.executor), ContentCache(cache_dir_from_env())
     with timed(recorder.figures):
-        rows = [build_reproduction(s, cfg.budget.max_answer_fields, cfg.budget.max_table_rows, recorder) for s in seeds]
-    print_summary(recorder.write([r for r in rows if r is not None], TaskRow, Path(args.out)))
+        per_seed = executor.map(
+            lambda s: build_seed_tasks(s, workflows.get(s.seed_id), cfg, sandbox, cache, recorder), seeds)
+    rows = sorted((task for tasks in per_seed for task in tasks), key=lambda t: t.task_id)
+    recorder.figures["by_task_type"] = {kind: sum(t.task_type == kind for t in rows)
+                                        for kind in cfg.tasks.types}
+    recorder.figures["cache"] = cache.stats.as_dict()
+    print_summary(recorder.write(rows, TaskRow, Path(args.out)))
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@
   trailforge compose [recipe=NAME] [overrides]   write params.yaml (and point DVC at the recipe)
   trailforge run [recipe=NAME] [overrides]       compose, then `dvc repro`
   trailforge report [--outputs DIR]              accepted / rejected counts and reasons per stage
+  trailforge recheck [DIR]                       re-run every exported environment's controls from its folder
+  trailforge graph SEED_ID [--format dot|json]   print a seed program's workflow graph (Graphviz or node-link)
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from pathlib import Path
 from ..config import ConfigError, compose, validate, write_params
 from ..config.compose import list_groups, list_recipes, point_dvc_at_recipe, project_root
 
-STAGE_ORDER = ["discover", "snapshot", "seeds", "tasks", "verify", "release"]
+STAGE_ORDER = ["discover", "snapshot", "seeds", "workflows", "tasks", "verify", "release"]
 
 
 def _split(args: list[str]) -> tuple[str, list[str]]:
@@ -83,6 +85,33 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_recheck(args: argparse.Namespace) -> int:
+    from ..config import load_params
+    from ..executor import build_executor
+    from ..release.recheck import recheck_release
+    from ..sandbox import build_sandbox
+
+    cfg = load_params(args.params)
+    summary = recheck_release(Path(args.environments), build_sandbox(cfg.sandbox), build_executor(cfg.executor),
+                              cfg.budget.max_answer_fields, cfg.budget.max_table_rows)
+    print(json.dumps(summary, indent=2, sort_keys=True))
+    return 0 if summary["passed"] == summary["environments"] else 1
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from ..envs.workflow import graph_from_json, render_dot
+    from ..io import WorkflowRow, read_rows
+
+    for row in read_rows(Path(args.workflows) / "data", WorkflowRow):
+        if row.seed_id == args.seed_id:
+            text = render_dot(graph_from_json(row.graph), row.seed_id) if args.format == "dot" else \
+                json.dumps(row.graph, indent=2, sort_keys=True)
+            print(text, end="" if text.endswith("\n") else "\n")
+            return 0
+    print(f"error: no workflow for seed '{args.seed_id}' in {args.workflows}", file=sys.stderr)
+    return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trailforge", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -101,6 +130,15 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="per-stage accepted/rejected counts and reject reasons")
     report.add_argument("--outputs", default="outputs")
     report.set_defaults(func=cmd_report)
+    recheck = sub.add_parser("recheck", help="re-run reference and negative controls of exported environments")
+    recheck.add_argument("environments", nargs="?", default="outputs/release/environments")
+    recheck.add_argument("--params", default="params.yaml", help="sandbox and answer limits (default: params.yaml)")
+    recheck.set_defaults(func=cmd_recheck)
+    graph = sub.add_parser("graph", help="print one seed program's workflow graph")
+    graph.add_argument("seed_id", help="for example meadow-quadrats:diversity.py")
+    graph.add_argument("--format", choices=["dot", "json"], default="dot")
+    graph.add_argument("--workflows", default="outputs/workflows")
+    graph.set_defaults(func=cmd_graph)
     return parser
 
 

@@ -84,6 +84,40 @@ class VerifierConfig(_Strict):
     eval_timeout_s: float = Field(30.0, gt=0)
 
 
+class SubflowConfig(_Strict):
+    max_per_seed: int = Field(5, ge=0, description="Subflow tasks per seed program")
+    min_upstream_ops: int = Field(2, ge=1, description="operations an intermediate result must depend on")
+
+
+class CompletionConfig(_Strict):
+    max_per_seed: int = Field(4, ge=0, description="Completion tasks per seed program")
+    max_body_statements: int = Field(30, ge=1, description="larger functions are workflows, not steps")
+
+
+class CorrectionConfig(_Strict):
+    max_per_seed: int = Field(6, ge=0, description="Correction tasks per seed program")
+    max_candidates_per_seed: int = Field(40, ge=1, description="mutants executed per seed program")
+    operators: list[str] | Literal["all"] = "all"
+
+    def model_post_init(self, __context) -> None:
+        if self.operators != "all":
+            from ..envs.mutations import OPERATORS
+
+            unknown = sorted(set(self.operators) - set(OPERATORS))
+            if unknown:
+                raise ValueError(f"operators names unknown mutation operators {unknown}; known: {list(OPERATORS)}")
+
+
+class TasksConfig(_Strict):
+    """Which task types to derive from each seed program, how many of each, and how."""
+
+    types: list[Literal["reproduction", "subflow", "completion", "correction"]] = Field(
+        ["reproduction", "subflow", "completion", "correction"], min_length=1)
+    subflow: SubflowConfig = SubflowConfig()
+    completion: CompletionConfig = CompletionConfig()
+    correction: CorrectionConfig = CorrectionConfig()
+
+
 class LocalExecutorConfig(_Strict):
     kind: Literal["local"] = "local"
     max_workers: int = Field(2, ge=1)
@@ -108,11 +142,12 @@ class TrailforgeConfig(_Strict):
     domain: DomainConfig
     sandbox: LocalSandboxConfig
     budget: BudgetConfig
+    tasks: TasksConfig
     verifier: VerifierConfig
     executor: LocalExecutorConfig
     publish: PublishConfig
     llm: NoLLMConfig
-    seed: int = 0
+    seed: int = Field(0, description="seeds every deterministic choice (which targets, holes and mutants)")
 
 
-GROUPS = ("source", "domain", "sandbox", "budget", "verifier", "executor", "publish", "llm")
+GROUPS = ("source", "domain", "sandbox", "budget", "tasks", "verifier", "executor", "publish", "llm")

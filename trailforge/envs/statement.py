@@ -148,10 +148,19 @@ def constants(source: str) -> list[str]:
     return found
 
 
-def field_line(field: AnswerField) -> str:
+def field_line(field: AnswerField, value=None) -> str:
     parts = [f"- `{field.name}`: {_TYPE_WORDS[field.type]}"]
-    origin = "printed as" if field.source == "stdout" else "reported as"
-    parts.append(f"; {origin} \"{_clean(field.label, 120)}\"")
+    if field.type == "table" and isinstance(value, dict) and value.get("columns"):
+        parts.append(f" with columns {', '.join(repr(_clean(c)) for c in value['columns'])}")
+    if field.type == "number_list" and isinstance(value, list):
+        parts.append(f" of {len(value)} numbers, in the order the analysis produces them")
+    if field.source == "result":
+        if "[" in field.label:  # one entry of a mapping the analysis builds
+            entry = re.sub(r"[^\w .%/()+|'\[\]-]", "", field.label)[:120]
+            parts.append(f"; the entry `{entry}`")
+    else:
+        origin = "printed as" if field.source == "stdout" else "reported as"
+        parts.append(f"; {origin} \"{_clean(field.label, 120)}\"")
     if field.unit:
         parts.append(f"; unit: {_clean(field.unit)}")
     if field.decimals:
@@ -159,36 +168,187 @@ def field_line(field: AnswerField) -> str:
     return "".join(parts)
 
 
-def reproduction_statement(repo_id: str, discipline: str, script: str, data: list[str], program_sources: list[str],
-                           schema: list[AnswerField]) -> str:
+def _title(verb: str, repo_id: str, discipline: str) -> tuple[str, str, str]:
+    field_name = discipline.replace("_", " ")
+    article = "An" if field_name[:1].lower() in "aeiou" else "A"
+    return f"# {verb} `{repo_id}` ({field_name})", field_name, article
+
+
+def _data_section(data: list[str], heading: str = "Input data (in your working directory)") -> list[str]:
+    return ["", f"## {heading}", *[f"- {d}" for d in data]]
+
+
+def _operations_section(program_sources: list[str], heading: str) -> list[str]:
     ops: list[str] = []
     params: list[str] = []
     for source in program_sources:
         ops += [op for op in operations(source) if op not in ops]
         params += constants(source)
-    field_name = discipline.replace("_", " ")
-    article = "An" if field_name[:1].lower() in "aeiou" else "A"
-    lines = [
-        f"# Reproduce an analysis from `{repo_id}` ({field_name})",
-        "",
-        f"{article} {field_name} analysis (originally the script `{script}`) reads the data below. "
-        "Reproduce it from the data alone and report its results.",
-        "",
-        "## Input data (in your working directory)",
-        *[f"- {d}" for d in data],
-    ]
+    lines = []
     if ops:
-        lines += ["", "## How the original analysis proceeds", "It uses these operations, in this order of first use:",
+        lines += ["", f"## {heading}", "It uses these operations, in this order of first use:",
                   ", ".join(f"`{op}`" for op in ops) + "."]
     if params:
         lines += ["", "## Parameters of the original analysis", *[f"- `{p}`" for p in params]]
-    lines += [
+    return lines
+
+
+def _report_section(schema: list[AnswerField], answer: dict | None = None, intro: str | None = None) -> list[str]:
+    answer = answer or {}
+    return [
         "",
         "## What to report",
-        "Write `answer.json` in your working directory: one JSON object with exactly these fields.",
-        *[field_line(f) for f in schema],
+        intro or "Write `answer.json` in your working directory: one JSON object with exactly these fields.",
+        *[field_line(f, answer.get(f.name)) for f in schema],
         "",
         "Numbers are graded with a small relative tolerance: report them at full precision, without rounding further "
         "than the original analysis does. Strings must match exactly. Tables may list rows in any order.",
+    ]
+
+
+def reproduction_statement(repo_id: str, discipline: str, script: str, data: list[str], program_sources: list[str],
+                           schema: list[AnswerField], answer: dict | None = None) -> str:
+    title, field_name, article = _title("Reproduce an analysis from", repo_id, discipline)
+    lines = [
+        title,
+        "",
+        f"{article} {field_name} analysis (originally the script `{script}`) reads the data below. "
+        "Reproduce it from the data alone and report its results.",
+        *_data_section(data),
+        *_operations_section(program_sources, "How the original analysis proceeds"),
+        *_report_section(schema, answer),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _describe_value(summary: dict | None) -> str:
+    """Type and shape of an observed value, never the value itself."""
+    if not summary:
+        return "a value"
+    kind = summary.get("type")
+    if kind == "float":
+        return "a number"
+    if kind == "int":
+        return "an integer"
+    if kind == "bool":
+        return "true or false"
+    if kind == "str":
+        return "a string"
+    shape = summary.get("shape")
+    if kind == "DataFrame" and shape:
+        return f"a table of {shape[0]} rows and {shape[1]} columns"
+    if kind == "Series" and shape:
+        return f"a series of {shape[0]} values ({summary.get('dtype', '?')})"
+    if kind == "ndarray" and shape:
+        return f"an array of shape {' x '.join(str(s) for s in shape)} ({summary.get('dtype', '?')})"
+    if kind in ("list", "tuple", "dict", "set") and "len" in summary:
+        noun = {"dict": "mapping", "set": "set"}.get(kind, "list")
+        return f"a {noun} of {summary['len']} items"
+    if kind == "callable":
+        return "a function"
+    return f"a `{_clean(kind)}`"
+
+
+def subflow_statement(repo_id: str, discipline: str, script: str, data: list[str], target: str,
+                      target_summary: dict | None, steps, program_sources: list[str], schema: list[AnswerField],
+                      answer: dict) -> str:
+    title, field_name, article = _title("A focused question on an analysis from", repo_id, discipline)
+    lines = [
+        title,
+        "",
+        f"{article} {field_name} analysis (originally the script `{script}`) turns the data below into several "
+        f"results. This task asks for one intermediate result only: `{target}`, {_describe_value(target_summary)}. "
+        "Compute it from the data; the rest of the analysis does not matter here.",
+        *_data_section(data),
+        "",
+        f"## Steps of the original analysis that lead to `{target}`",
+    ]
+    for number, (defined, read, ops) in enumerate(steps, start=1):
+        line = f"{number}. `{', '.join(defined)}`"
+        if read:
+            line += f" from {', '.join(f'`{r}`' for r in read)}"
+        if ops:
+            line += f" using {', '.join(f'`{o}`' for o in ops[:6])}"
+        lines.append(line)
+    params = [p for source in program_sources for p in constants(source)]
+    if params:
+        lines += ["", "## Parameters of the original analysis", *[f"- `{p}`" for p in params]]
+    lines += _report_section(schema, answer)
+    return "\n".join(lines) + "\n"
+
+
+def completion_statement(repo_id: str, discipline: str, script: str, data: list[str], hole: dict,
+                         program_files: list[str], schema: list[AnswerField], answer: dict) -> str:
+    title, field_name, article = _title("Complete a missing step in an analysis from", repo_id, discipline)
+    files = ", ".join(f"`{p}`" for p in program_files)
+    lines = [
+        title,
+        "",
+        f"{article} {field_name} analysis is in your working directory ({files}; run `{script}`), next to the data "
+        "it reads. One step of its code was removed and replaced by a line that raises `NotImplementedError`.",
+        "",
+        "## The missing step",
+    ]
+    if hole["kind"] == "function":
+        lines += [
+            f"The body of function `{hole['name']}` in `{hole['path']}` is missing. Its signature is kept:",
+            "",
+            f"    {hole['signature']}",
+            "",
+            f"While the original analysis ran, it was called {hole['calls']} time(s). On its first call it received "
+            + (", ".join(f"`{a}`: {_describe_value(v)}" for a, v in hole["args"].items()) or "no arguments")
+            + f", and it returned {_describe_value(hole['returns'])}.",
+        ]
+        if hole.get("docstring"):
+            lines.append("Its docstring, kept in the code, says what it is for.")
+    else:
+        lines += [
+            f"In `{hole['path']}`, the statement that began at line {hole['line']} is missing"
+            + (f" (inside function `{hole['scope']}`)" if hole["scope"] != "<module>" else "") + ".",
+            "It must define " + ", ".join(f"`{n}` ({_describe_value(v)})" for n, v in hole["defines"].items())
+            + (", from " + ", ".join(f"`{n}`" for n in hole["reads"]) if hole["reads"] else "")
+            + ". Later statements use it.",
+        ]
+        if hole["operations"]:
+            lines.append("The original used " + ", ".join(f"`{o}`" for o in hole["operations"][:6]) + ".")
+    lines += [
+        "",
+        "Implement the missing step so that the analysis runs to the end and gives the results of the original "
+        "analysis. Change nothing else.",
+        *_data_section(data, "Input data"),
+        *_report_section(schema, answer, "Run the completed analysis and write its results to `answer.json` in your "
+                                         "working directory: one JSON object with exactly these fields."),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def correction_statement(repo_id: str, discipline: str, script: str, data: list[str], symptoms: dict[str, str],
+                         program_files: list[str], schema: list[AnswerField], answer: dict) -> str:
+    title, field_name, article = _title("Find and fix a defect in an analysis from", repo_id, discipline)
+    files = ", ".join(f"`{p}`" for p in program_files)
+    wrong = [f"- `{name}` is wrong ({symptom})." if symptom else f"- `{name}` is wrong." for name, symptom in
+             symptoms.items()]
+    right = [f.name for f in schema if f.name not in symptoms]
+    lines = [
+        title,
+        "",
+        f"{article} {field_name} analysis is in your working directory ({files}; run `{script}`), next to the data "
+        "it reads. It runs to the end, but one line of its code contains a scientific or numerical error, so some "
+        "of its results are wrong.",
+        "",
+        "## Symptom",
+        "Compared with a correct analysis of the same data:",
+        *wrong,
+    ]
+    if right:
+        lines.append("These results are already correct: " + ", ".join(f"`{n}`" for n in right[:20])
+                     + (" and others." if len(right) > 20 else "."))
+    lines += [
+        "",
+        "Find the defect, fix it with the smallest change that makes the analysis scientifically correct, run the "
+        "corrected analysis and report its results.",
+        *_data_section(data, "Input data"),
+        *_report_section(schema, answer, "Write the corrected analysis's results to `answer.json` in your working "
+                                         "directory: one JSON object with exactly these fields."),
     ]
     return "\n".join(lines) + "\n"

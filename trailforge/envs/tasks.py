@@ -1,8 +1,11 @@
-"""Synthesise tasks from seed programs. Reproduction: the whole workflow, end to end.
+"""Synthesise tasks from seed programs.
 
-The reference answer is the structured result of the seed run; the reference program is
-the seed script plus the repository modules it imported; the agent's workspace holds
-only the data files the program was observed to read.
+Reproduction is the whole workflow, end to end: the reference answer is the structured
+result of the seed run; the reference program is the seed script plus the repository
+modules it imported; the agent's workspace holds only the data files the program was
+observed to read. Subflow, Completion and Correction are derived from the same seed and
+its workflow graph (``derived.py``); they share the Reproduction answer where they ask
+for the whole workflow's results.
 """
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
         return None
     data_lines = [describe_data_file(f, (tree / f.path).read_bytes()) for f in seed.data_files]
     statement = reproduction_statement(
-        seed.repo_id, seed.discipline, seed.script, data_lines, [program[p] for p in seed.program_files], schema
+        seed.repo_id, seed.discipline, seed.script, data_lines, [program[p] for p in seed.program_files], schema, answer
     )
     return TaskRow(
         task_id=task_id,
@@ -78,3 +81,28 @@ def drop_echoed_settings(schema, answer, program: dict[str, str], recorder: Stag
             continue
         kept.append(field)
     return kept, {f.name: answer[f.name] for f in kept}
+
+
+def build_seed_tasks(seed: SeedRow, workflow, cfg, sandbox, cache, recorder: StageRecorder) -> list[TaskRow]:
+    """All task types the recipe asks for, from one seed program (``cfg`` is the whole config)."""
+    from .derived import attach_controls, build_completions, build_corrections, build_subflows, seed_context
+
+    budget, types = cfg.budget, cfg.tasks.types
+    reproduction = build_reproduction(seed, budget.max_answer_fields, budget.max_table_rows, recorder)
+    if reproduction is None:
+        return []
+    derived: list[TaskRow] = []
+    if workflow is None:
+        if set(types) - {"reproduction"}:
+            recorder.reject(seed.seed_id, "no_workflow", "the workflows stage has no graph for this seed; "
+                            "only Reproduction is possible")
+    elif set(types) - {"reproduction"}:
+        ctx = seed_context(seed, workflow, reproduction.answer_schema, reproduction.reference_answer, sandbox, cache,
+                           recorder, cfg.tasks, cfg.seed, budget.max_answer_fields, budget.max_table_rows)
+        if ctx is not None:
+            builders = {"subflow": build_subflows, "completion": build_completions, "correction": build_corrections}
+            for kind in ("subflow", "completion", "correction"):
+                if kind in types:
+                    derived += builders[kind](ctx)
+    out = [attach_controls(reproduction, derived)] if "reproduction" in types else []
+    return out + derived

@@ -7,7 +7,11 @@
                     calibrated from that spread and from the printed precision;
 4. gradability      the standalone eval accepts every reference run and rejects at least
                     ``verifier.min_wrong_rejected`` plausible wrong answers (and accepts none);
-5. isolation        neither the statement nor the workspace reveals the answer or the program.
+5. controls         the eval rejects the output of every negative program of the task (the
+                    defective program of a Correction, the program with the hole of a
+                    Completion, the cut-short slice of a Subflow);
+6. isolation        neither the statement nor the workspace reveals the answer, the values it
+                    is derived from, the removed code or the fix.
 
 Reference runs go through the content-addressed cache independently of every verifier
 threshold, so changing a threshold re-grades without re-executing programs.
@@ -26,6 +30,7 @@ from ..config.schema import VerifierConfig
 from ..io import StageRecorder, TaskRow, VerifiedTaskRow
 from ..sandbox import RunRequest, Sandbox, run_cached
 from .answers import extract_answer
+from .slicing import RESULT_DIR
 from .tasks import eval_script
 
 
@@ -58,14 +63,16 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
         if not result.ok:
             tail = (result.stderr.strip().splitlines() or [""])[-1]
             raise Rejected("not_executable", f"reference run {index + 1} ended with {result.reason}: {tail[:300]}")
-        texts = {p: _text(d) for p, d in result.files.items()}
-        _, answer, _ = extract_answer(result.stdout, texts, max_fields, max_table_rows)
-        runs.append(answer)
+        runs.append(run_answer(task, result, max_fields, max_table_rows))
     spreads = check_reproducible(task, runs, cfg.max_rel_spread)
     tolerances = calibrate(task, spreads, cfg)
     expected = expected_document(task, tolerances)
     positives, negatives = check_gradable(task, runs, expected, tolerances, cfg, sandbox, env, cache, recorder)
+    for control in task.negative_programs:
+        negatives[f"program:{control['name']}"] = check_negative_program(
+            task, control, workspace, expected, cfg, sandbox, env, cache, recorder, max_fields, max_table_rows)
     check_isolation(task, workspace)
+    check_construction(task)
     return VerifiedTaskRow(
         **task.model_dump(),
         tolerances=tolerances,
@@ -78,6 +85,29 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
             "isolation": "clean",
         },
     )
+
+
+def run_answer(task: TaskRow, result, max_fields: int, max_table_rows: int) -> dict[str, Any]:
+    """The structured answer of one run of a task's program, read the way the task defines."""
+    texts = {p: _text(d) for p, d in result.files.items()
+             if task.answer_from == "outputs" or p.startswith(RESULT_DIR + "/")}
+    stdout = result.stdout if task.answer_from == "outputs" else ""
+    _, answer, _ = extract_answer(stdout, texts, max_fields, max_table_rows)
+    return answer
+
+
+def check_negative_program(task, control, workspace, expected, cfg, sandbox, env, cache, recorder, max_fields,
+                           max_table_rows) -> str:
+    """Run a defective or incomplete program; the eval must reject whatever it produces."""
+    files = {**workspace, **{p: t.encode("utf-8") for p, t in control["files"].items()}}
+    request = RunRequest(("python", control["entrypoint"]), files, timeout_s=sandbox.timeout_s)
+    result, hit = run_cached(cache, sandbox, env, request, salt="negative-control")
+    recorder.count("negative_runs_cached" if hit else "negative_runs_executed")
+    answer = run_answer(task, result, max_fields, max_table_rows)
+    if _run_eval(expected, answer, sandbox, env, cache, cfg.eval_timeout_s, recorder):
+        raise Rejected(f"eval_accepts_{control['name']}",
+                       f"eval.py accepts the output of the {control['name']} program", control=control["name"])
+    return "rejected" + ("" if result.ok else f" ({result.reason})")
 
 
 def _text(data: bytes) -> str | None:
@@ -196,6 +226,17 @@ def wrong_answers(task: TaskRow, tolerances: dict[str, dict[str, float]]) -> dic
                 row[cells[0]] = row[cells[0]] + max(1.0, abs(row[cells[0]]))  # never equal to the original
                 break
         wrong["table_cell_changed"] = {**ref, tables[0].name: table}
+    lists = [f for f in task.answer_schema if f.type == "number_list" and len(ref[f.name]) >= 2]
+    if lists:
+        values = list(ref[lists[0].name])
+        index = max(range(len(values)), key=lambda i: abs(values[i]))
+        scaled = values[:index] + [values[index] * 1.5 + (1.0 if values[index] == 0 else 0.0)] + values[index + 1:]
+        wrong["list_value_changed"] = {**ref, lists[0].name: scaled}
+        wrong["list_value_dropped"] = {**ref, lists[0].name: values[:-1]}
+    tables = [f for f in task.answer_schema if f.type == "table" and len(ref[f.name]["rows"]) >= 2]
+    if tables:
+        table = ref[tables[0].name]
+        wrong["table_row_dropped"] = {**ref, tables[0].name: {**table, "rows": table["rows"][:-1]}}
     first = task.answer_schema[0].name
     wrong["missing_field"] = {k: v for k, v in ref.items() if k != first}
     return wrong
@@ -256,6 +297,49 @@ def field_needles(field, value: Any, workspace_text: str) -> list[str]:
     if field.type == "string" and len(value) >= 3 and value not in workspace_text:
         return [value]  # a category present in the data is a choice, not a leak
     return []
+
+
+def _significant_forms(value: float) -> list[str]:
+    """Printed forms of an intermediate value that would identify it (three or more significant digits)."""
+    forms = {repr(value)}
+    for decimals in range(2, 7):
+        text = f"{value:.{decimals}f}"
+        if len(re.sub(r"[^0-9]", "", text).lstrip("0")) >= 3:
+            forms.add(text)
+    return sorted(f for f in forms if len(re.sub(r"[^0-9]", "", f).lstrip("0")) >= 3)
+
+
+def _code_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if len(line.strip()) >= 12 and not line.strip().startswith("#")]
+
+
+def check_construction(task: TaskRow) -> None:
+    """What makes a derived task a task: the hole is really empty, the defect really there, nothing given away."""
+    prose = task.statement.split("\n## What to report", 1)[0]
+    for value in task.derived_values:
+        for form in _significant_forms(value):
+            if _contains_number(prose, form):
+                raise Rejected("answer_leak", f"the statement contains the intermediate value {form}")
+    info = task.construction
+    if task.task_type == "completion":
+        stub = info.get("stub", "")
+        given = task.workspace_program.get(info["path"], "")
+        if not stub or stub not in given or given == task.reference_program.get(info["path"]):
+            raise Rejected("hole_missing", "the workspace program does not carry the stub in place of the step")
+        for line in _code_lines(info.get("removed", "")):
+            if line in stub:
+                raise Rejected("hole_leak", "the stub contains code of the removed step")
+            if line in task.statement:
+                raise Rejected("hole_leak", "the statement contains code of the removed step")
+    if task.task_type == "correction":
+        if task.workspace_program == task.reference_program:
+            raise Rejected("defect_missing", "the workspace program is the reference program")
+        original = info.get("original", "").strip()
+        if original and original in task.statement:
+            raise Rejected("fix_leak", "the statement contains the original line")
+        mutated = task.workspace_program.get(info["path"], "")
+        if info.get("mutated", "").strip() not in mutated:
+            raise Rejected("defect_missing", "the defective line is not in the workspace program")
 
 
 def check_isolation(task: TaskRow, workspace: dict[str, bytes]) -> None:

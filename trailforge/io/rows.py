@@ -82,9 +82,27 @@ class AnswerField(_Row):
     resolution: float | None = None
 
 
+class WorkflowRow(_Row):
+    """A seed program's data-flow graph and the traced run that annotates it."""
+
+    seed_id: str
+    repo_id: str
+    graph: dict[str, Any]   # networkx node-link data
+    nodes: int
+    edges: int
+    operations: int
+    trace: dict[str, Any]   # lines, units, values, calls (see sandbox/trace_runner.py)
+    targets: list[dict[str, Any]]  # informative intermediate results, candidates for Subflow
+    truncated: bool = False
+
+
+TASK_TYPES = ("reproduction", "subflow", "completion", "correction")
+TaskType = Literal["reproduction", "subflow", "completion", "correction"]
+
+
 class TaskRow(_Row):
     task_id: str
-    task_type: Literal["reproduction"]
+    task_type: TaskType
     seed_id: str
     repo_id: str
     discipline: str
@@ -97,6 +115,17 @@ class TaskRow(_Row):
     tree: str
     distributions: list[str]
     sandbox_spec: dict[str, Any]
+    # Where the answer comes from when the reference program runs: everything it prints and
+    # writes, or only the files it saves under result/ (Subflow).
+    answer_from: Literal["outputs", "result_files"] = "outputs"
+    # Program files the agent receives (Completion: with a hole; Correction: with a defect).
+    workspace_program: dict[str, str] = Field(default_factory=dict)
+    # Programs whose output the eval must reject: {"name", "entrypoint", "files"}.
+    negative_programs: list[dict[str, Any]] = Field(default_factory=list)
+    # How the task was made (target, hole, injected defect); for verification, never shown.
+    construction: dict[str, Any] = Field(default_factory=dict)
+    # Intermediate values the answer is derived from; the statement must not contain them.
+    derived_values: list[float] = Field(default_factory=list)
 
 
 class VerifiedTaskRow(TaskRow):

@@ -5,12 +5,15 @@ grades it::
 
     <env_id>/
       task.md              the statement
-      workspace/           input data (the agent's starting directory)
+      workspace/           input data, plus the program with a hole (Completion) or a defect
+                           (Correction): the agent's starting directory
       solution/            the reference program (hidden from the agent)
       eval/eval.py         standalone grader (standard library only)
       eval/expected.json   expected answer with per-field tolerances (hidden from the agent)
+      eval/controls/       negative controls: perturbed answers and defective/incomplete programs
+                           whose output the grader must reject (``trailforge recheck`` re-runs them)
       sandbox.json         how to rebuild the execution environment
-      metadata.json        provenance, answer schema and verification report
+      metadata.json        provenance, answer schema, how the task was made, verification report
 """
 from __future__ import annotations
 
@@ -21,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from ..envs.tasks import eval_script
-from ..envs.verify import expected_document
+from ..envs.verify import expected_document, wrong_answers
 from ..io import VerifiedTaskRow
 
 DATASET_COLUMNS = [
     "env_id", "task_type", "repo_id", "discipline", "statement", "answer_schema", "expected_answer",
-    "reference_program", "entrypoint", "workspace_files", "eval_script", "sandbox", "checks",
+    "reference_program", "entrypoint", "workspace_files", "workspace_program", "eval_script", "sandbox", "checks",
+    "construction",
 ]
 
 
@@ -43,6 +47,8 @@ def dataset_record(task: VerifiedTaskRow) -> dict[str, Any]:
         "reference_program": dump(task.reference_program),
         "entrypoint": task.entrypoint,
         "workspace_files": [f.path for f in task.workspace_files],
+        "workspace_program": dump(task.workspace_program),
+        "construction": dump(task.construction),
         "eval_script": eval_script(),
         "sandbox": dump({"spec": task.sandbox_spec, "distributions": task.distributions}),
         "checks": dump(task.checks),
@@ -73,6 +79,10 @@ def write_environment(task: VerifiedTaskRow, root: Path) -> Path:
         target = folder / "workspace" / entry.path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes((tree / entry.path).read_bytes())
+    for path, text in task.workspace_program.items():
+        target = folder / "workspace" / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
     for path, text in task.reference_program.items():
         target = folder / "solution" / path
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -80,11 +90,13 @@ def write_environment(task: VerifiedTaskRow, root: Path) -> Path:
     (folder / "eval").mkdir(parents=True)
     (folder / "eval" / "eval.py").write_text(eval_script(), encoding="utf-8")
     _json(folder / "eval" / "expected.json", expected_document(task, task.tolerances))
+    write_controls(task, folder / "eval" / "controls")
     (folder / "task.md").write_text(task.statement, encoding="utf-8")
     _json(folder / "sandbox.json", {
         "spec": task.sandbox_spec,
         "distributions": task.distributions,
         "run_reference": f"cd workspace && python ../solution/{task.entrypoint}",
+        "answer_from": task.answer_from,
         "grade": "python eval/eval.py workspace/answer.json eval/expected.json",
     })
     _json(folder / "metadata.json", {
@@ -95,12 +107,31 @@ def write_environment(task: VerifiedTaskRow, root: Path) -> Path:
         "discipline": task.discipline,
         "entrypoint": task.entrypoint,
         "answer_schema": [f.model_dump() for f in task.answer_schema],
+        "answer_from": task.answer_from,
+        "distributions": task.distributions,
+        "construction": task.construction,
         "checks": task.checks,
     })
     return folder
 
 
+def write_controls(task: VerifiedTaskRow, root: Path) -> None:
+    """Negative controls next to the grader, so a fresh re-check needs nothing but the folder."""
+    index = {"answers": [], "programs": []}
+    for name, answer in sorted(wrong_answers(task, task.tolerances).items()):
+        _json(root / "answers" / f"{name}.json", answer)
+        index["answers"].append(name)
+    for control in task.negative_programs:
+        for path, text in control["files"].items():
+            target = root / "programs" / control["name"] / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        index["programs"].append({"name": control["name"], "entrypoint": control["entrypoint"]})
+    _json(root / "controls.json", index)
+
+
 def _json(path: Path, value: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
 
 

@@ -1,19 +1,45 @@
-"""Run a Python script and record which files it read and which local modules it loaded.
+"""Run a Python script and record what it read, which local modules it loaded and, on request, its values.
 
 This file is copied into the sandbox next to the program and run as
-``python .tf_trace.py SCRIPT``. It uses only the standard library. The trace is written
-to ``.tf_trace.json`` at exit, whatever way the script ends.
+``python .tf_trace.py [--values] SCRIPT``. It uses only the standard library. The trace
+is written to ``.tf_trace.json`` at exit, whatever way the script ends.
+
+With ``--values`` it reads a plan, ``.tf_plan.json`` (for each program file and scope: the
+first line of each top-level statement and the names it binds), follows the frames of
+those scopes with ``sys.settrace`` and records:
+
+- ``lines``: the lines each program file executed (coverage);
+- ``units``: how often each planned statement finished;
+- ``values``: a bounded summary (type, shape, a few elements, the exact number for scalars)
+  of each name a statement binds, taken the first time the statement finished;
+- ``calls``: for each function the program defines, how often it was called and a summary of
+  its first arguments and return value.
+
+Summaries never hold whole objects: a workflow graph needs to know that ``beta`` was a
+float 1.42 and ``abund`` a 4 x 18 table, not the table itself.
 """
 import atexit
 import json
+import math
 import os
 import runpy
 import sys
 
 ROOT = os.getcwd()
 TRACE_FILE = ".tf_trace.json"
+PLAN_FILE = ".tf_plan.json"
+MAX_EVENTS = 3_000_000  # a runaway loop must not turn tracing into the bottleneck
+PREVIEW = 6
 _reads = []
 _seen = set()
+_plan = {}  # path -> scope first line ("0" = module) -> statement first line -> names it binds
+_rel_paths = {}
+_ignored = set()
+_lines = {}
+_unit_runs = {}
+_values = {}
+_calls = {}
+_state = {"events": 0, "truncated": False}
 
 
 def _record_open(event, args):
@@ -40,22 +66,194 @@ def _record_open(event, args):
     _reads.append(os.path.relpath(full, ROOT))
 
 
+def _number(value):
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value if not isinstance(value, float) or math.isfinite(value) else None
+    return None
+
+
+def summarise(value):
+    """A small JSON-able description of any value; never raises."""
+    try:
+        return _summarise(value)
+    except Exception as exc:  # a __repr__ or property of user code may fail
+        return {"type": type(value).__name__, "error": type(exc).__name__}
+
+
+def _summarise(value):
+    kind = type(value).__name__
+    if isinstance(value, bool):
+        return {"type": "bool", "value": value}
+    if isinstance(value, (int, float)):
+        return {"type": "int" if isinstance(value, int) else "float", "value": _number(value)}
+    if isinstance(value, str):
+        return {"type": "str", "len": len(value), "preview": value[:40]}
+    shape = getattr(value, "shape", None)
+    dtype = getattr(value, "dtype", None)
+    if shape is not None and dtype is not None and hasattr(value, "tolist"):
+        shape = [int(s) for s in shape]
+        if not shape:  # a numpy scalar
+            item = value.item()
+            out = _summarise(item)
+            out["type"] = "float" if isinstance(item, float) else out["type"]
+            return out
+        out = {"type": kind, "shape": shape, "dtype": str(dtype), "numeric": getattr(dtype, "kind", "") in "iuf"}
+        if kind == "Series":
+            out["index"] = [str(i)[:40] for i in list(value.index[:PREVIEW])]
+            out["preview"] = [_number(v) if _number(v) is not None else str(v)[:40] for v in value.tolist()[:PREVIEW]]
+            out["name"] = None if value.name is None else str(value.name)[:40]
+        elif kind == "ndarray" and len(shape) == 1:
+            out["preview"] = [_number(v) if _number(v) is not None else str(v)[:40] for v in value.tolist()[:PREVIEW]]
+        return out
+    if kind == "DataFrame":
+        columns = [str(c)[:40] for c in list(value.columns)]
+        numeric = [str(c)[:40] for c, t in value.dtypes.items() if getattr(t, "kind", "") in "iuf"]
+        return {"type": kind, "shape": [int(s) for s in value.shape], "columns": columns[:30],
+                "numeric_columns": numeric[:30], "index_type": type(value.index).__name__}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = list(value)[:PREVIEW] if not isinstance(value, (set, frozenset)) else []
+        numbers = [_number(v) for v in items]
+        out = {"type": kind, "len": len(value)}
+        if items and all(n is not None for n in numbers):
+            out["preview"] = numbers
+            out["numeric"] = all(_number(v) is not None for v in list(value)[:1000])
+        else:
+            out["element_types"] = sorted({type(v).__name__ for v in list(value)[:50]})
+        return out
+    if isinstance(value, dict):
+        keys = list(value)[:PREVIEW]
+        out = {"type": "dict", "len": len(value), "keys": [str(k)[:40] for k in keys]}
+        numbers = [_number(_item(v)) for v in list(value.values())[:1000]]
+        out["numeric"] = bool(numbers) and all(n is not None for n in numbers)
+        return out
+    if callable(value):
+        return {"type": "callable"}
+    return {"type": kind}
+
+
+def _item(value):
+    return value.item() if hasattr(value, "item") and getattr(value, "shape", None) == () else value
+
+
+def _item(value):
+    return value.item() if hasattr(value, "item") and getattr(value, "shape", None) == () else value
+
+
+def _scope_units(code):
+    """The plan's statements for the scope this code object runs, or None when it is not followed."""
+    filename = code.co_filename
+    if filename in _ignored:
+        return None
+    rel = _rel_paths.get(filename)
+    if rel is None:
+        full = os.path.abspath(filename)
+        rel = os.path.relpath(full, ROOT)
+        if not full.startswith(ROOT + os.sep) or rel not in _plan:
+            _ignored.add(filename)
+            return None
+        _rel_paths[filename] = rel
+    scope = "0" if code.co_name == "<module>" else str(code.co_firstlineno)
+    units = _plan[rel].get(scope)
+    return None if units is None else (rel, units)
+
+
+def _observe(rel, line, names, frame_locals):
+    key = (rel, line)
+    _unit_runs[key] = _unit_runs.get(key, 0) + 1
+    for name in names:
+        if name not in frame_locals:
+            continue
+        key = (rel, line, name)
+        seen = _values.get(key)
+        if seen is None:
+            _values[key] = {"count": 1, "summary": summarise(frame_locals[name])}
+        else:
+            seen["count"] += 1
+
+
+def _global_tracer(frame, event, arg):
+    if event != "call":
+        return None
+    code = frame.f_code
+    found = _scope_units(code)
+    if found is None:
+        return None
+    rel, units = found
+    call_key = (rel, code.co_name, code.co_firstlineno)
+    record = _calls.get(call_key)
+    if record is None:
+        args = {name: summarise(frame.f_locals[name]) for name in code.co_varnames[:code.co_argcount]
+                if name in frame.f_locals}
+        record = _calls[call_key] = {"count": 0, "args": args, "returns": None}
+    record["count"] += 1
+    covered = _lines.setdefault(rel, set())
+    current = [None]
+
+    def local_tracer(frame, event, arg):
+        _state["events"] += 1
+        if _state["events"] > MAX_EVENTS:
+            _state["truncated"] = True
+            sys.settrace(None)
+            return None
+        if event == "line":
+            line = frame.f_lineno
+            covered.add(line)
+            # A statement is finished when the next statement of its scope starts. Coming back to
+            # its own first line (a loop header, a multi-line call) does not finish it.
+            if str(line) in units and line != current[0]:
+                if current[0] is not None:
+                    _observe(rel, current[0], units[str(current[0])], frame.f_locals)
+                current[0] = line
+        elif event == "return":
+            if current[0] is not None:
+                _observe(rel, current[0], units[str(current[0])], frame.f_locals)
+            current[0] = None
+            if record["returns"] is None and code.co_name != "<module>":
+                record["returns"] = summarise(arg)
+        return local_tracer
+
+    return local_tracer
+
+
 def _write_trace():
+    sys.settrace(None)
     modules = []
     for module in list(sys.modules.values()):
         origin = getattr(module, "__file__", None)
         if origin and os.path.abspath(origin).startswith(ROOT + os.sep):
             modules.append(os.path.relpath(os.path.abspath(origin), ROOT))
+    trace = {"reads": _reads, "local_modules": sorted(set(modules))}
+    if _plan:
+        trace["lines"] = {path: sorted(lines) for path, lines in sorted(_lines.items())}
+        trace["units"] = [{"path": path, "line": line, "count": count}
+                          for (path, line), count in sorted(_unit_runs.items())]
+        trace["values"] = [
+            {"path": path, "line": line, "name": name, **record}
+            for (path, line, name), record in sorted(_values.items())
+        ]
+        trace["calls"] = [
+            {"path": path, "function": function, "line": line, **record}
+            for (path, function, line), record in sorted(_calls.items())
+        ]
+        trace["truncated"] = _state["truncated"]
     with open(os.path.join(ROOT, TRACE_FILE), "w", encoding="utf-8") as fh:
-        json.dump({"reads": _reads, "local_modules": sorted(set(modules))}, fh)
+        json.dump(trace, fh, sort_keys=True)
 
 
 def main():
-    script = sys.argv[1]
-    sys.argv = [script] + sys.argv[2:]
+    _state["self"] = os.path.abspath(sys.argv[0])
+    values = sys.argv[1] == "--values"
+    script = sys.argv[2] if values else sys.argv[1]
+    sys.argv = [script] + sys.argv[(3 if values else 2):]
     sys.path[0] = os.path.dirname(os.path.abspath(script))
     atexit.register(_write_trace)
     sys.addaudithook(_record_open)
+    if values:
+        with open(PLAN_FILE, encoding="utf-8") as fh:
+            _plan.update(json.load(fh))
+        sys.settrace(_global_tracer)
     runpy.run_path(script, run_name="__main__")
 
 

@@ -1,0 +1,29 @@
+"""Stage workflows: trace each seed program's values and build its data-flow graph and informative targets."""
+from pathlib import Path
+
+from trailforge.cache import ContentCache, cache_dir_from_env
+from trailforge.envs.workflow import trace_seed
+from trailforge.executor import build_executor
+from trailforge.io import SeedRow, StageRecorder, WorkflowRow, read_rows
+from trailforge.io.stage import params_or_exit, print_summary, stage_args, timed
+from trailforge.sandbox import build_sandbox
+
+
+def main() -> None:
+    args = stage_args(__doc__, inputs=["seeds"])
+    cfg = params_or_exit(args.params)
+    recorder = StageRecorder("workflows")
+    seeds = read_rows(Path(args.seeds) / "data", SeedRow)
+    sandbox, executor, cache = build_sandbox(cfg.sandbox), build_executor(cfg.executor), ContentCache(cache_dir_from_env())
+    with timed(recorder.figures):
+        rows = executor.map(
+            lambda s: trace_seed(s, sandbox, cache, recorder, cfg.tasks.subflow.min_upstream_ops,
+                                 cfg.budget.max_table_rows),
+            seeds,
+        )
+    recorder.figures["cache"] = cache.stats.as_dict()
+    print_summary(recorder.write([r for r in rows if r is not None], WorkflowRow, Path(args.out)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""Re-check exported environments from their folders alone, with fresh runs and no cache.
+
+For each environment: the reference program (``solution/``) runs on a fresh copy of the
+workspace and its answer must pass ``eval/eval.py``; every negative control under
+``eval/controls/`` must fail it: each perturbed answer, and the output of each defective
+or incomplete program run the same way. This is what a consumer of a release can run to
+trust it without trusting the pipeline that made it.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..envs.derived import answer_from_run
+from ..sandbox import RunRequest, Sandbox
+
+
+def _files_under(root: Path) -> dict[str, bytes]:
+    if not root.is_dir():
+        return {}
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _grade(folder: Path, answer: dict, sandbox: Sandbox, env) -> int:
+    files = {
+        "eval.py": (folder / "eval" / "eval.py").read_bytes(),
+        "expected.json": (folder / "eval" / "expected.json").read_bytes(),
+        "answer.json": json.dumps(answer, sort_keys=True).encode("utf-8"),
+    }
+    result = sandbox.run(env, RunRequest(("python", "eval.py", "answer.json", "expected.json"), files,
+                                         timeout_s=sandbox.timeout_s))
+    return result.exit_code
+
+
+def recheck_environment(folder: Path, sandbox: Sandbox, max_fields: int, max_rows: int) -> dict[str, Any]:
+    meta = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
+    entry, answer_from = meta["entrypoint"], meta.get("answer_from", "outputs")
+    env = sandbox.prepare(meta.get("distributions", []))
+    report: dict[str, Any] = {"env_id": meta["env_id"], "task_type": meta["task_type"], "problems": []}
+    if not env.ready:
+        report["problems"].append(f"sandbox lacks {', '.join(env.missing)}")
+        return report
+    workspace = _files_under(folder / "workspace")
+
+    def run_program(files: dict[str, bytes], entrypoint: str) -> dict:
+        result = sandbox.run(env, RunRequest(("python", entrypoint), {**workspace, **files}, timeout_s=sandbox.timeout_s))
+        return answer_from_run(result, answer_from, max_fields, max_rows)[1]
+
+    solution = run_program(_files_under(folder / "solution"), entry)
+    verdict = _grade(folder, solution, sandbox, env)
+    report["reference_accepted"] = verdict == 0
+    if verdict != 0:
+        report["problems"].append(f"eval exit {verdict} on a fresh reference run")
+    controls = json.loads((folder / "eval" / "controls" / "controls.json").read_text(encoding="utf-8"))
+    rejected = {}
+    for name in controls["answers"]:
+        answer = json.loads((folder / "eval" / "controls" / "answers" / f"{name}.json").read_text(encoding="utf-8"))
+        rejected[f"answer:{name}"] = _grade(folder, answer, sandbox, env) == 1
+    for program in controls["programs"]:
+        files = _files_under(folder / "eval" / "controls" / "programs" / program["name"])
+        rejected[f"program:{program['name']}"] = _grade(folder, run_program(files, program["entrypoint"]),
+                                                       sandbox, env) == 1
+    report["negatives_rejected"] = rejected
+    report["problems"] += [f"{name} was not rejected" for name, ok in rejected.items() if not ok]
+    report["ok"] = not report["problems"]
+    return report
+
+
+def recheck_release(root: Path, sandbox: Sandbox, executor, max_fields: int, max_rows: int) -> dict[str, Any]:
+    folders = sorted(p for p in root.iterdir() if (p / "metadata.json").is_file())
+    reports = executor.map(lambda f: recheck_environment(f, sandbox, max_fields, max_rows), folders)
+    by_type: dict[str, dict[str, int]] = {}
+    for report in reports:
+        counts = by_type.setdefault(report["task_type"], {"environments": 0, "passed": 0, "negatives_rejected": 0})
+        counts["environments"] += 1
+        counts["passed"] += bool(report.get("ok"))
+        counts["negatives_rejected"] += sum(report.get("negatives_rejected", {}).values())
+    return {
+        "environments": len(reports),
+        "passed": sum(bool(r.get("ok")) for r in reports),
+        "negative_controls_rejected": sum(sum(r.get("negatives_rejected", {}).values()) for r in reports),
+        "by_task_type": dict(sorted(by_type.items())),
+        "failures": [{"env_id": r["env_id"], "problems": r["problems"]} for r in reports if not r.get("ok")],
+    }
