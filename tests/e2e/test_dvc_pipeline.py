@@ -48,19 +48,33 @@ def test_tiny_recipe_builds_verifies_and_rebuilds_only_what_changed(tmp_path):
     _run(project, *dvc, "repro")
 
     release = _stats(project, "release")
-    assert release["environments"] == RUNNABLE_SCRIPTS
+    verified = _stats(project, "verify")["accepted"]
+    assert release["environments"] == verified
+    by_type = release["by_task_type"]
+    assert set(by_type) == {"reproduction", "subflow", "completion", "correction"}
+    assert by_type["reproduction"] == RUNNABLE_SCRIPTS
+    assert verified >= 10 * RUNNABLE_SCRIPTS, f"derived task types should multiply the yield: {by_type}"
     envs = sorted(p.name for p in (project / "outputs/release/environments").iterdir())
-    assert len(envs) == RUNNABLE_SCRIPTS
+    assert len(envs) == verified
     for env in envs:
         folder = project / "outputs/release/environments" / env
+        meta = json.loads((folder / "metadata.json").read_text())
         assert (folder / "task.md").is_file() and (folder / "eval/expected.json").is_file()
         assert not (folder / "workspace" / "answer.json").exists()
-        assert {p.suffix for p in (folder / "workspace").rglob("*") if p.is_file()} <= {".csv", ".json", ".tsv"}
+        suffixes = {p.suffix for p in (folder / "workspace").rglob("*") if p.is_file()}
+        if meta["task_type"] in ("reproduction", "subflow"):
+            assert suffixes <= {".csv", ".json", ".tsv"}, "the agent gets data, not the program"
+        else:
+            assert ".py" in suffixes, "completion and correction hand over the program to repair"
 
     import datasets
 
     loaded = datasets.load_from_disk(str(project / "outputs/release/dataset"))
-    assert list(loaded) == ["reproduction"] and loaded["reproduction"].num_rows == RUNNABLE_SCRIPTS
+    assert sorted(loaded) == sorted(by_type) and loaded["reproduction"].num_rows == RUNNABLE_SCRIPTS
+
+    # A fresh re-check from the exported folders alone: no cache, reference accepted, every control rejected.
+    summary = json.loads(_run(project, *trailforge, "recheck"))
+    assert summary["passed"] == summary["environments"] == verified, summary["failures"][:3]
 
     assert "changed" not in _run(project, *dvc, "status").lower()
     assert "Running stage" not in _run(project, *dvc, "repro")
@@ -73,4 +87,5 @@ def test_tiny_recipe_builds_verifies_and_rebuilds_only_what_changed(tmp_path):
     assert ran[0] == "verify" and set(ran) <= {"verify", "release"}
     counters = _stats(project, "verify")["counters"]
     assert counters.get("reference_runs_executed", 0) == 0
-    assert counters["reference_runs_cached"] == 2 * RUNNABLE_SCRIPTS
+    assert counters["reference_runs_cached"] >= 2 * verified
+    assert counters.get("negative_runs_executed", 0) == 0

@@ -89,32 +89,22 @@ def find_mutations(source: str, path: str, operators: Iterable[str] | None = Non
     bom = 1 if source.startswith("\ufeff") else 0
     text = source[bom:]
     tree = ast.parse(text, filename=path)
-    baseline = ast.dump(tree)
+    baselines: dict[int, tuple[int, int, str, str]] = {}
     seen: set[tuple[int, int, int, int, str]] = set()
     kept: list[Mutation] = []
     for name in sorted(set(names), key=list(OPERATORS).index):
         for found in OPERATORS[name].find(tree, text):
-            mutation = replace(
-                found, operator=name, path=path,
-                col=found.col + (bom if found.line == 1 else 0),
-                end_col=found.end_col + (bom if found.end_line == 1 else 0),
-            )
-            if lines is not None and mutation.line not in lines:
+            if lines is not None and found.line not in lines:
                 continue
-            key = (mutation.line, mutation.col, mutation.end_line, mutation.end_col, mutation.replacement)
-            if key in seen:
+            key = (found.line, found.col, found.end_line, found.end_col, found.replacement)
+            if key in seen or found.replacement == found.original:
                 continue
             seen.add(key)
-            mutated = apply_mutation(source, mutation)
-            if mutated == source:
-                continue
-            try:
-                mutated_tree = ast.parse(mutated[bom:])
-            except (SyntaxError, ValueError):
-                continue
-            if ast.dump(mutated_tree) == baseline:
-                continue
-            kept.append(mutation)
+            start, end = _resolve(text, found)
+            if _changes_tree(tree, text, start, end, found.replacement, baselines):
+                kept.append(replace(found, operator=name, path=path,
+                                    col=found.col + (bom if found.line == 1 else 0),
+                                    end_col=found.end_col + (bom if found.end_line == 1 else 0)))
     kept.sort(key=lambda m: (m.line, m.col, m.operator, m.replacement, m.end_line, m.end_col))
     return kept
 
@@ -194,6 +184,69 @@ def _mutation(operator: str, source: str, start: int, end: int, replacement: str
     line, col = _line_col(source, start)
     end_line, end_col = _line_col(source, end)
     return Mutation(operator, "", line, col, end_line, end_col, source[start:end], replacement)
+
+
+def _changes_tree(tree: ast.Module, text: str, start: int, end: int, replacement: str,
+                  baselines: dict[int, tuple[int, int, str, str]]) -> bool:
+    """Whether splicing ``replacement`` over [start, end) still parses and changes the tree.
+
+    Re-parsing a whole long file for every candidate is slow, so only the innermost
+    statement that contains the edit and has its lines to itself is re-parsed (an
+    indented one under a dummy ``if 1:``). The rest of the file is byte-identical, so
+    the statement parses, and differs from the original, exactly when the file does.
+    """
+    statement = _owning_statement(tree, text, start, end)
+    if id(statement) not in baselines:
+        baselines[id(statement)] = _baseline(tree, text, statement)
+    chunk_start, chunk_end, prefix, baseline = baselines[id(statement)]
+    try:
+        mutated = ast.parse(prefix + text[chunk_start:start] + replacement + text[end:chunk_end])
+    except (SyntaxError, ValueError):
+        return False
+    return ast.dump(mutated) != baseline
+
+
+def _baseline(tree: ast.Module, text: str, statement: ast.AST) -> tuple[int, int, str, str]:
+    """(chunk start, chunk end, prefix, dump of the parsed chunk) for a statement's lines."""
+    if statement is not tree:
+        starts = _line_starts(text)
+        chunk_start = starts[statement.lineno - 1]
+        chunk_end = _line_end(text, starts, statement.end_lineno - 1)
+        prefix = "if 1:\n" if text[chunk_start:chunk_start + 1] in (" ", "\t", "\f") else ""
+        try:
+            return chunk_start, chunk_end, prefix, ast.dump(ast.parse(prefix + text[chunk_start:chunk_end]))
+        except (SyntaxError, ValueError):
+            pass  # a layout this shortcut does not anticipate: fall back to the whole file
+    return 0, len(text), "", ast.dump(tree)
+
+
+def _owning_statement(tree: ast.Module, text: str, start: int, end: int) -> ast.AST:
+    """The innermost statement around [start, end) that no other statement shares a line with."""
+    best: ast.AST = tree
+    node: ast.AST = tree
+    while True:
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.stmt, ast.excepthandler)):
+                continue
+            child_start, child_end = _span(text, child)
+            if child_start <= start and end <= child_end:
+                # an `elif` is an If nested in the previous branch and cannot stand alone
+                if isinstance(child, ast.stmt) and not text.startswith("elif", child_start) \
+                        and _owns_lines(text, child_start, child_end):
+                    best = child
+                node = child
+                break
+        else:
+            return best
+
+
+def _owns_lines(text: str, start: int, end: int) -> bool:
+    starts = _line_starts(text)
+    line, _ = _line_col(text, start)
+    end_line, _ = _line_col(text, end)
+    before = text[starts[line - 1]:start]
+    after = _code_chars(text[end:_line_end(text, starts, end_line - 1)])
+    return not before.strip() and not after.strip()
 
 
 # --------------------------------------------------------------------------- source text helpers

@@ -1,0 +1,151 @@
+"""Backward slices on programs with functions, loops, branches and reassignment, checked by running them."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from trailforge.envs.slicing import SliceError, backward, slice_program
+from trailforge.envs.workflow import analyse_program
+
+
+def _slice(source: str, name: str, nth: int = 1, extra: dict[str, str] | None = None):
+    sources = {"prog.py": source, **(extra or {})}
+    program = analyse_program(sources, "prog.py")
+    units = [u for u in program.units() if u.path == "prog.py" and name in u.defs and u.kind != "FunctionDef"]
+    return slice_program(program, sources, units[nth - 1], name)
+
+
+def _run(tmp_path, text: str, name: str, extra: dict[str, str] | None = None):
+    (tmp_path / "prog.py").write_text(text)
+    for path, body in (extra or {}).items():
+        (tmp_path / path).write_text(body)
+    done = subprocess.run([sys.executable, "prog.py"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads((tmp_path / "result" / f"{name}.json").read_text()), done.stdout
+
+
+REASSIGN = """x = 1
+y = x * 2
+x = 5
+unused = x * 100
+z = x + y
+print("z:", z)
+"""
+
+
+def test_reassignment_keeps_the_definition_that_reaches(tmp_path):
+    sliced = _slice(REASSIGN, "y")
+    assert "x = 5" not in sliced.text and "unused" not in sliced.text and "print" not in sliced.text
+    value, stdout = _run(tmp_path, sliced.text, "y")
+    assert value == 2 and stdout == ""
+    sliced_z = _slice(REASSIGN, "z")
+    assert "x = 1" in sliced_z.text and "x = 5" in sliced_z.text and "unused" not in sliced_z.text
+    assert _run(tmp_path, sliced_z.text, "z")[0] == 7
+
+
+BRANCH_LOOP = """import math
+values = [3.0, 1.0, 4.0, 1.0, 5.0]
+noise = [v * 7 for v in values]
+if len(values) > 3:
+    scale = 2.0
+else:
+    scale = 1.0
+total = 0.0
+for v in values:
+    if v > 1.0:
+        total += math.log(v) * scale
+count = len(noise)
+mean_log = total / len(values)
+"""
+
+
+def test_branches_and_accumulating_loops_are_kept_whole(tmp_path):
+    sliced = _slice(BRANCH_LOOP, "mean_log")
+    assert "noise" not in sliced.text and "count" not in sliced.text
+    assert "else:" in sliced.text and "for v in values:" in sliced.text
+    expected = sum(math_log(v) * 2.0 for v in [3.0, 4.0, 5.0]) / 5
+    assert _run(tmp_path, sliced.text, "mean_log")[0] == pytest.approx(expected)
+
+
+def math_log(v):
+    import math
+    return math.log(v)
+
+
+FUNCTIONS = '''"""Module docstring that is dropped."""
+import json
+from helpers import normalise
+
+LIMIT = 3
+
+
+def load(path):
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def summarise(values):
+    shares = normalise(values)
+    top = sorted(shares, reverse=True)[:LIMIT]
+    spread = max(top) - min(top)
+    print("top shares", top)
+    return spread
+
+
+def main():
+    values = load("obs.json")
+    ignored = [v * 2 for v in values]
+    spread = summarise(values)
+    print(f"Spread: {spread}")
+
+
+if __name__ == "__main__":
+    main()
+'''
+HELPERS = "def normalise(values):\n    total = sum(values)\n    return [v / total for v in values]\n"
+
+
+def test_target_inside_a_function_is_reached_through_its_call_chain(tmp_path):
+    (tmp_path / "obs.json").write_text("[4, 1, 3, 2]")
+    sliced = _slice(FUNCTIONS, "top", extra={"helpers.py": HELPERS})
+    text = sliced.text
+    assert "ignored" not in text, "statements the target does not depend on are dropped"
+    assert "spread = max(top)" not in text and 'print("top shares"' not in text, "nothing after the target"
+    assert "def load(path):" in text and "LIMIT = 3" in text, "helpers and constants it needs stay"
+    assert "Module docstring" not in text
+    assert text.index("def report_result") > text.index("from helpers import normalise")
+    value, stdout = _run(tmp_path, text, "top", extra={"helpers.py": HELPERS})
+    assert value == pytest.approx([0.4, 0.3, 0.2]) and stdout == ""
+    assert {"top"} in [set(step[0]) for step in sliced.steps]
+
+
+def test_a_function_called_from_two_places_cannot_be_sliced():
+    source = "def f(x):\n    y = x * 2\n    return y\n\na = f(1)\nb = f(2)\n"
+    with pytest.raises(SliceError) as err:
+        _slice(source, "y")
+    assert err.value.reason == "ambiguous_call_chain"
+
+
+def test_statements_sharing_a_line_are_refused():
+    with pytest.raises(SliceError) as err:
+        _slice("a = 1; b = a + 1\nc = b * 2\n", "c")
+    assert err.value.reason == "unsliceable"
+
+
+def test_hidden_state_changes_are_kept(tmp_path):
+    source = "import random\nrandom.seed(7)\nnoise = [1, 2]\nx = random.random()\n"
+    sliced = _slice(source, "x")
+    assert "random.seed(7)" in sliced.text and "noise" not in sliced.text
+    import random
+    random.seed(7)
+    assert _run(tmp_path, sliced.text, "x")[0] == random.random()
+
+
+def test_backward_walk_stops_needing_a_fully_rebound_name():
+    program = analyse_program({"p.py": "a = 1\nb = 2\na = b\nc = a\n"}, "p.py")
+    units = program.scopes[("p.py", 0)]
+    keep, free = backward(units, 3, set())
+    assert keep == {1, 2, 3} and free == set()

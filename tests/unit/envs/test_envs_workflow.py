@@ -1,0 +1,168 @@
+"""Workflow graphs: statement analysis, the value tracer run for real, graph shape and informative targets."""
+from __future__ import annotations
+
+import ast
+import json
+import shutil
+import subprocess
+import sys
+
+import networkx as nx
+import pytest
+
+from trailforge.envs.workflow import (
+    PLAN_FILE, analyse_program, analyse_statement, build_graph, graph_from_json, graph_json, import_aliases,
+    informative_targets, render_dot, result_kind, trace_plan, upstream_operations,
+)
+from trailforge.sandbox import TRACE_RUNNER
+
+
+def _stmt(code: str):
+    module = ast.parse(code)
+    return analyse_statement(module.body[-1], import_aliases(module))
+
+
+@pytest.mark.parametrize("code, defs, kills, uses", [
+    ("x = a + b", {"x"}, {"x"}, {"a", "b"}),
+    ("x += a", {"x"}, set(), {"x", "a"}),
+    ("rows.append(v)", {"rows"}, set(), {"rows", "v"}),
+    ("df['c'] = df['a'] * 2", {"df"}, set(), {"df"}),
+    ("df.sort_values('a', inplace=True)", {"df"}, set(), {"df"}),
+    ("a, (b, c) = f(x)", {"a", "b", "c"}, {"a", "b", "c"}, {"f", "x"}),
+    ("total = sum(v for v in values if v > t)", {"total"}, {"total"}, {"sum", "values", "t"}),
+    ("for i in range(n):\n    acc += i", {"i", "acc"}, set(), {"range", "n", "acc", "i"}),
+])
+def test_statement_definitions_and_uses(code, defs, kills, uses):
+    info = _stmt(code)
+    assert info["defs"] == defs
+    assert info["kills"] == kills
+    assert info["uses"] == uses
+
+
+def test_library_calls_resolve_import_aliases_and_module_methods_do_not_redefine():
+    info = _stmt("import numpy as np\nimport pandas as pd\ny = np.log(pd.read_csv('d.csv')['v']).mean()")
+    assert info["calls"][:3] == ["numpy.log", "pandas.read_csv", ".mean"] or set(info["calls"]) >= {
+        "numpy.log", "pandas.read_csv", ".mean"}
+    assert "np" not in info["defs"] and "pd" not in info["defs"]
+
+
+def test_function_definition_uses_only_its_free_names():
+    info = _stmt("def f(a, b=DEFAULT):\n    c = a * SCALE\n    return helper(c, b)")
+    assert info["defs"] == {"f"}
+    assert info["uses"] == {"SCALE", "helper", "DEFAULT"}
+
+
+PROGRAM = '''import json
+
+SCALE = 2.5
+
+
+def weight(values):
+    total = sum(values)
+    return [v / total for v in values]
+
+
+def main():
+    with open("data/obs.json") as fh:
+        raw = json.load(fh)
+    counts = [float(r["count"]) for r in raw]
+    shares = weight(counts)
+    peak = max(shares) * SCALE
+    acc = 0.0
+    for s in shares:
+        acc += s * s
+    simpson = 1.0 - acc
+    for i in range(3):
+        step = i * 2
+    print(f"Peak share: {peak:.4f}")
+    print(f"Simpson: {simpson:.4f}")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.fixture
+def traced(tmp_path):
+    """The program above, run for real under the value tracer."""
+    work = tmp_path / "work"
+    (work / "data").mkdir(parents=True)
+    (work / "data" / "obs.json").write_text(json.dumps([{"count": c} for c in (4, 1, 3, 2)]))
+    (work / "prog.py").write_text(PROGRAM)
+    program = analyse_program({"prog.py": PROGRAM}, "prog.py")
+    (work / PLAN_FILE).write_text(json.dumps(trace_plan(program)))
+    shutil.copy(TRACE_RUNNER, work / ".tf_trace.py")
+    done = subprocess.run([sys.executable, ".tf_trace.py", "--values", "prog.py"], cwd=work, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Peak share: 1.0000" in done.stdout
+    trace = json.loads((work / ".tf_trace.json").read_text())
+    return program, trace
+
+
+def test_tracer_records_values_runs_coverage_and_calls(traced):
+    program, trace = traced
+    values = {(v["line"], v["name"]): v for v in trace["values"]}
+    main_line = next(key for key in program.scopes if program.scope_name(key) == "main")[1]
+    lines = {u.line: u for u in program.scopes[("prog.py", main_line)]}
+    peak_line = next(line for line, u in lines.items() if "peak" in u.defs)
+    assert values[(peak_line, "peak")]["summary"] == {"type": "float", "value": 0.4 * 2.5}
+    simpson_line = next(line for line, u in lines.items() if "simpson" in u.defs)
+    assert values[(simpson_line, "simpson")]["summary"]["value"] == pytest.approx(1 - (0.16 + 0.01 + 0.09 + 0.04))
+    # the accumulating loop finishes once; its value is the value after the loop
+    loop_line = next(line for line, u in lines.items() if u.kind == "For" and "acc" in u.defs)
+    assert values[(loop_line, "acc")]["summary"]["value"] == pytest.approx(0.3)
+    runs = {(u["path"], u["line"]): u["count"] for u in trace["units"]}
+    assert runs[("prog.py", loop_line)] == 1
+    calls = {c["function"]: c for c in trace["calls"]}
+    assert calls["weight"]["count"] == 1
+    assert calls["weight"]["returns"]["len"] == 4
+    assert calls["weight"]["args"]["values"]["type"] == "list"
+    assert peak_line in trace["lines"]["prog.py"]
+
+
+def test_graph_links_data_operations_variables_and_outputs(traced):
+    program, trace = traced
+    graph = build_graph(program, trace, ["data/obs.json"], [])
+    kinds = {a["kind"] for _, a in graph.nodes(data=True)}
+    assert {"operation", "variable", "data_file", "output", "return"} <= kinds
+    simpson = next(n for n, a in graph.nodes(data=True) if a.get("name") == "simpson")
+    ancestors = nx.ancestors(graph, simpson)
+    assert "data:data/obs.json" in ancestors, "the result depends on the file read"
+    assert "return:prog.py:weight" in ancestors, "the dependency crosses into the function the program defines"
+    assert not any(graph.nodes[n].get("name") == "step" for n in ancestors), "an unrelated loop is not upstream"
+    assert upstream_operations(graph, simpson) >= 4
+    again = graph_from_json(json.loads(json.dumps(graph_json(graph))))
+    assert sorted(again.edges()) == sorted(graph.edges())
+    dot = render_dot(graph, "prog")
+    assert dot.startswith('digraph "prog"') and "simpson" in dot and "->" in dot
+
+
+def test_targets_are_single_run_informative_results_not_loop_leftovers(traced):
+    program, trace = traced
+    graph = build_graph(program, trace, ["data/obs.json"], [])
+    targets = {t["name"]: t for t in informative_targets(program, graph, trace, {2.5, 3, 2}, 2, 50)}
+    assert {"peak", "simpson", "acc", "shares", "counts"} <= set(targets)
+    assert "step" not in targets and "i" not in targets and "s" not in targets  # last pass of a loop
+    assert "SCALE" not in targets  # a constant the program states
+    assert targets["simpson"]["kind"] == "number"
+    assert targets["shares"]["kind"] == "number_list"
+    strict = informative_targets(program, graph, trace, set(), 6, 50)
+    assert {t["name"] for t in strict} < set(targets), "min_upstream_ops drops shallow results"
+
+
+@pytest.mark.parametrize("summary, kind", [
+    ({"type": "float", "value": 1.5}, "number"),
+    ({"type": "int", "value": 1}, None),
+    ({"type": "int", "value": 42}, "integer"),
+    ({"type": "Series", "shape": [5], "numeric": True}, "table"),
+    ({"type": "Series", "shape": [500], "numeric": True}, None),
+    ({"type": "DataFrame", "shape": [4, 3], "numeric_columns": ["a"]}, "table"),
+    ({"type": "DataFrame", "shape": [4, 30], "numeric_columns": ["a"]}, None),
+    ({"type": "dict", "len": 3, "numeric": True}, "mapping"),
+    ({"type": "str", "len": 3}, None),
+    (None, None),
+])
+def test_result_kind(summary, kind):
+    assert result_kind(summary, 50) == kind
