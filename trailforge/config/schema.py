@@ -76,6 +76,7 @@ class BudgetConfig(_Strict):
 
 class VerifierConfig(_Strict):
     repeats: int = Field(2, ge=1, description="reference runs that must agree")
+    stochastic_repeats: int = Field(5, ge=1, description="runs in all when repeat runs disagree (a stochastic program)")
     rtol: float = Field(1e-6, ge=0, description="floor of the relative tolerance")
     atol: float = Field(1e-9, ge=0, description="floor of the absolute tolerance")
     spread_factor: float = Field(10.0, ge=1, description="tolerance = factor x observed run-to-run spread")

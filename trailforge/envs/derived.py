@@ -38,10 +38,8 @@ from .statement import (
     completion_statement, correction_statement, describe_data_file, literal_values, subflow_statement,
 )
 from .tasks import task_id_for
-from .workflow import MODULE_SCOPE, Program, Unit, analyse_program, graph_from_json, observations, unit_runs
+from .workflow import MODULE_SCOPE, WRITE_CALLS, Program, Unit, analyse_program, graph_from_json, observations, unit_runs
 
-WRITE_CALLS = {"to_csv", "to_json", "to_excel", "to_parquet", "dump", "savetxt", "save", "savez", "write",
-               "writerow", "writerows", "savefig"}
 
 
 @dataclass
@@ -158,10 +156,10 @@ def differences(schema: list[AnswerField], ref: dict, got: dict) -> dict[str, st
     if any(f.name not in got for f in schema):
         return None
     out = {}
-    for field in schema:
-        diff = field_difference(field, ref[field.name], got[field.name])
+    for spec in schema:
+        diff = field_difference(spec, ref[spec.name], got[spec.name])
         if diff is not None:
-            out[field.name] = diff
+            out[spec.name] = diff
     return out
 
 

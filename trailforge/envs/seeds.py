@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cache import ContentCache
-from ..io import FileEntry, SeedRow, SnapshotRow, StageRecorder, WrittenFile
+from ..io import SeedRow, SnapshotRow, StageRecorder, WrittenFile
 from ..sandbox import TRACE_RUNNER, RunRequest, Sandbox, run_cached
 from ..sandbox.base import NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT
 

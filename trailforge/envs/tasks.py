@@ -103,6 +103,10 @@ def build_seed_tasks(seed: SeedRow, workflow, cfg, sandbox, cache, recorder: Sta
             builders = {"subflow": build_subflows, "completion": build_completions, "correction": build_corrections}
             for kind in ("subflow", "completion", "correction"):
                 if kind in types:
-                    derived += builders[kind](ctx)
+                    try:
+                        derived += builders[kind](ctx)
+                    except Exception as exc:  # one odd program must cost its own tasks, not the stage
+                        recorder.reject(seed.seed_id, f"{kind}_error",
+                                        f"deriving {kind} tasks failed: {type(exc).__name__}: {exc}"[:500])
     out = [attach_controls(reproduction, derived)] if "reproduction" in types else []
     return out + derived

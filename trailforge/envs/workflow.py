@@ -43,6 +43,9 @@ MUTATING_METHODS = {
     "reverse", "setdefault", "fill", "resize", "shuffle", "put", "itemset", "rename_axis", "set_axis",
     "__setitem__", "write", "writerow", "writerows",
 }
+# Calls that save results to a file.
+WRITE_CALLS = {"to_csv", "to_json", "to_excel", "to_parquet", "dump", "savetxt", "save", "savez", "write",
+               "writerow", "writerows", "savefig"}
 # Calls that only report or save; a statement made of nothing else never feeds a result.
 OUTPUT_CALLS = {
     "print", "makedirs", "mkdir", "to_csv", "to_json", "to_excel", "to_parquet", "savefig", "show", "plot",
@@ -75,14 +78,6 @@ class Unit:
     @property
     def node_id(self) -> str:
         return f"op:{self.path}:{self.line}"
-
-    @property
-    def is_operation(self) -> bool:
-        return bool(self.calls) or self.kind in ("AugAssign",) or self.has_arithmetic
-
-    @property
-    def has_arithmetic(self) -> bool:
-        return "arithmetic" in self.calls
 
 
 @dataclass
@@ -323,6 +318,9 @@ def build_graph(program: Program, trace: dict[str, Any], data_files: list[str], 
                     if text == out or out.endswith(text) and "/" in text:
                         graph.add_node(f"written:{out}", kind="output", path=out)
                         graph.add_edge(unit.node_id, f"written:{out}")
+            if set(c.split(".")[-1] for c in unit.calls) & WRITE_CALLS:
+                graph.add_node("written:*", kind="output", path="*")
+                graph.add_edge(unit.node_id, "written:*")
             if "print" in unit.calls:
                 graph.add_node(f"printed:{path}:{unit.line}", kind="output", path=path, line=unit.line)
                 graph.add_edge(unit.node_id, f"printed:{path}:{unit.line}")
@@ -470,7 +468,11 @@ def trace_seed(seed, sandbox, cache, recorder, min_upstream_ops: int, max_rows: 
 
     tree = Path(seed.tree)
     sources = {path: (tree / path).read_text(encoding="utf-8") for path in seed.program_files}
-    program = analyse_program(sources, seed.script)
+    try:
+        program = analyse_program(sources, seed.script)
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        recorder.reject(seed.seed_id, "unanalysable", f"the program cannot be analysed: {type(exc).__name__}: {exc}")
+        return None
     env = sandbox.prepare(seed.distributions)
     if not env.ready:
         recorder.reject(seed.seed_id, "missing_dependency", f"the sandbox lacks {', '.join(env.missing)}")

@@ -137,10 +137,6 @@ def _item(value):
     return value.item() if hasattr(value, "item") and getattr(value, "shape", None) == () else value
 
 
-def _item(value):
-    return value.item() if hasattr(value, "item") and getattr(value, "shape", None) == () else value
-
-
 def _scope_units(code):
     """The plan's statements for the scope this code object runs, or None when it is not followed."""
     filename = code.co_filename

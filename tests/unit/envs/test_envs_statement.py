@@ -1,8 +1,6 @@
 """Deterministic task statements: operations, constants, data lines, fields; no repository prose."""
 from __future__ import annotations
 
-import pytest
-
 from trailforge.envs.statement import constants, describe_data_file, field_line, operations, reproduction_statement
 from trailforge.io import AnswerField, FileEntry
 

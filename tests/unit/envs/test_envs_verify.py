@@ -257,3 +257,88 @@ def test_statement_with_value_in_printed_scientific_form_is_answer_leak():
     task = make_task(schema=schema, reference={"factor": 4152300.0}, statement=statement)
     with pytest.raises(Rejected):
         check_isolation(task, {"data/temps.csv": DATA})
+
+
+# ---------------------------------------------------------------- derived task types
+
+from trailforge.envs.verify import check_construction  # noqa: E402
+
+LIST_SCHEMA = [AnswerField(name="shares", type="number_list", label="shares", source="result", resolution=1e-12)]
+
+
+def test_wrong_answers_cover_lists_and_tables():
+    task = make_task(schema=LIST_SCHEMA, reference={"shares": [0.1, -0.7, 0.2]})
+    wrong = wrong_answers(task, {"shares": {"rtol": 1e-6, "atol": 1e-9}})
+    assert wrong["list_value_changed"]["shares"] == pytest.approx([0.1, -1.05, 0.2])
+    assert wrong["list_value_dropped"]["shares"] == [0.1, -0.7]
+    table_wrong = wrong_answers(make_task(), calibrate(make_task(), {}, VerifierConfig()))
+    assert table_wrong["table_row_dropped"]["summary"]["rows"] == [["A", 1.5]]
+
+
+def _derived(task_type, **update):
+    return make_task().model_copy(update={"task_type": task_type, **update})
+
+
+def test_statement_must_not_contain_a_value_the_answer_is_derived_from():
+    task = _derived("subflow", derived_values=[3.14159265], statement=STATEMENT.replace("(table, 2 rows)",
+                                                                                        "(mean 3.14159)"))
+    with pytest.raises(Rejected) as err:
+        check_construction(task)
+    assert err.value.reason == "answer_leak"
+    check_construction(_derived("subflow", derived_values=[3.14159265]))
+
+
+def _completion(stub, statement=STATEMENT):
+    program = {"analysis.py": "def f(x):\n    total = sum(x) * 2.5\n    return total\n"}
+    given = {"analysis.py": "def f(x):\n" + stub}
+    return _derived("completion", reference_program=program, workspace_program=given, statement=statement,
+                    construction={"path": "analysis.py", "line": 1, "stub": "def f(x):\n" + stub,
+                                  "removed": "    total = sum(x) * 2.5\n    return total\n"})
+
+
+def test_completion_stub_must_hold_no_removed_code():
+    check_construction(_completion('    raise NotImplementedError("implement f")\n'))
+    with pytest.raises(Rejected) as err:
+        check_construction(_completion("    total = sum(x) * 2.5\n    raise NotImplementedError\n"))
+    assert err.value.reason == "hole_leak"
+    with pytest.raises(Rejected) as err:
+        check_construction(_completion("    raise NotImplementedError\n", STATEMENT + "hint: total = sum(x) * 2.5\n"))
+    assert err.value.reason == "hole_leak"
+
+
+def test_correction_must_carry_the_defect_and_not_state_the_fix():
+    reference = {"analysis.py": "y = np.log(x)\n"}
+    mutant = {"analysis.py": "y = np.log10(x)\n"}
+    info = {"path": "analysis.py", "original": "y = np.log(x)", "mutated": "y = np.log10(x)"}
+    check_construction(_derived("correction", reference_program=reference, workspace_program=mutant, construction=info))
+    with pytest.raises(Rejected) as err:
+        check_construction(_derived("correction", reference_program=reference, workspace_program=reference,
+                                    construction=info))
+    assert err.value.reason == "defect_missing"
+    with pytest.raises(Rejected) as err:
+        check_construction(_derived("correction", reference_program=reference, workspace_program=mutant,
+                                    construction=info, statement=STATEMENT + "Hint: y = np.log(x)\n"))
+    assert err.value.reason == "fix_leak"
+
+
+def test_a_stochastic_program_gets_extra_runs_and_a_tolerance_from_its_spread(tmp_path):
+    from trailforge.cache import ContentCache
+    from trailforge.envs.verify import verify_task
+    from trailforge.io import StageRecorder
+    from trailforge.sandbox import LocalSandbox
+
+    (tmp_path / "tree" / "data").mkdir(parents=True)
+    (tmp_path / "tree" / "data" / "temps.csv").write_bytes(DATA)
+    noisy = ("import random\nrows = open('data/temps.csv').read().splitlines()\n"
+             "print('Mean level (K): %.9f' % (287.0 + random.random() * 1e-3))\n")
+    schema = [AnswerField(name="mean_level", type="number", label="Mean level", unit="K", source="stdout",
+                          decimals=9, resolution=5e-10)]
+    task = make_task(schema=schema, reference={"mean_level": 287.0004}, program={"analysis.py": noisy})
+    task = task.model_copy(update={"tree": str(tmp_path / "tree")})
+    recorder = StageRecorder("verify")
+    cfg = VerifierConfig(repeats=2, stochastic_repeats=5)
+    row = verify_task(task, cfg, LocalSandbox(timeout_s=20), ContentCache(tmp_path / "cache"), recorder, 24, 50)
+    assert row is not None, recorder.rejects
+    assert row.checks["reference_runs"] == 5
+    assert recorder.counters["stochastic_tasks"] == 1
+    assert 1e-7 < row.tolerances["mean_level"]["rtol"] < 1e-4, "the spread of the draws, widened, not the floor"
