@@ -6,7 +6,7 @@
   trailforge run [recipe=NAME] [overrides]       compose, then `dvc repro`
   trailforge report [--outputs DIR]              accepted / rejected counts and reasons per stage
   trailforge recheck [DIR]                       re-run every exported environment's controls from its folder
-  trailforge graph SEED_ID [--format dot|json]   print a seed program's workflow graph (Graphviz or node-link)
+  trailforge graph SEED_ID [--format svg|dot|json]  print a seed program's workflow graph (picture, Graphviz, node-link)
 """
 from __future__ import annotations
 
@@ -99,13 +99,14 @@ def cmd_recheck(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from ..envs.workflow import graph_from_json, render_dot
+    from ..envs.workflow import graph_from_json, render_dot, render_svg
     from ..io import WorkflowRow, read_rows
 
     for row in read_rows(Path(args.workflows) / "data", WorkflowRow):
         if row.seed_id == args.seed_id:
-            text = render_dot(graph_from_json(row.graph), row.seed_id) if args.format == "dot" else \
-                json.dumps(row.graph, indent=2, sort_keys=True)
+            renderers = {"svg": render_svg, "dot": render_dot}
+            text = renderers[args.format](graph_from_json(row.graph), row.seed_id) if args.format in renderers \
+                else json.dumps(row.graph, indent=2, sort_keys=True)
             print(text, end="" if text.endswith("\n") else "\n")
             return 0
     print(f"error: no workflow for seed '{args.seed_id}' in {args.workflows}", file=sys.stderr)
@@ -136,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     recheck.set_defaults(func=cmd_recheck)
     graph = sub.add_parser("graph", help="print one seed program's workflow graph")
     graph.add_argument("seed_id", help="for example meadow-quadrats:diversity.py")
-    graph.add_argument("--format", choices=["dot", "json"], default="dot")
+    graph.add_argument("--format", choices=["svg", "dot", "json"], default="svg")
     graph.add_argument("--workflows", default="outputs/workflows")
     graph.set_defaults(func=cmd_graph)
     return parser

@@ -332,7 +332,7 @@ def _add_keyword(source: str, call: ast.Call, keyword: str) -> tuple[int, int, s
     """An edit appending ``keyword`` (e.g. ``ddof=1``) as the last argument of ``call``."""
     if any(k.arg is None for k in call.keywords):
         return None  # a **mapping may already pass the keyword; adding it could duplicate it
-    call_start, call_end = _span(source, call)
+    call_end = _span(source, call)[1]
     if source[call_end - 1:call_end] != ")":
         return None
     items = [*call.args, *call.keywords]
@@ -400,7 +400,9 @@ def _bracket(text: str, node: ast.AST, minimum: int) -> str:
 
 _HIDDEN_FIELDS = {"decorator_list", "annotation", "returns"}
 
-_scan_cache: list = [None, None]  # (tree, entries): operators of one find_mutations call share a walk
+# (tree, entries) of the last walk, so the operators of one find_mutations call share it;
+# replaced as one tuple so that concurrent callers never pair one tree with another's walk
+_last_scan: list[tuple[ast.AST, list] | None] = [None]
 
 
 def _is_main_guard(test: ast.AST) -> bool:
@@ -415,6 +417,8 @@ def _hidden(node: ast.AST) -> bool:
     """Subtrees that are not analysis and must never be mutated."""
     if isinstance(node, (ast.Import, ast.ImportFrom, ast.JoinedStr)):
         return True
+    if isinstance(node, ast.Assert):
+        return True  # a weakened or broken check changes no result; it only crashes or not
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
         return True  # docstrings and other bare strings
     # what a program prints is its report, not its analysis
@@ -423,8 +427,9 @@ def _hidden(node: ast.AST) -> bool:
 
 def _visible(tree: ast.AST) -> list[tuple[ast.AST, ast.AST | None, str]]:
     """Every mutable node as (node, parent, field name in parent), in source-walk order."""
-    if _scan_cache[0] is tree:
-        return _scan_cache[1]
+    cached = _last_scan[0]
+    if cached is not None and cached[0] is tree:
+        return cached[1]
     entries = []
     stack: list[tuple[ast.AST, ast.AST | None, str]] = [(tree, None, "")]
     while stack:  # iterative: deeply nested expressions must not hit the recursion limit
@@ -440,7 +445,7 @@ def _visible(tree: ast.AST) -> list[tuple[ast.AST, ast.AST | None, str]]:
                 if isinstance(child, ast.AST):
                     children.append((child, node, name))
         stack.extend(reversed(children))
-    _scan_cache[0], _scan_cache[1] = tree, entries
+    _last_scan[0] = (tree, entries)
     return entries
 
 
@@ -661,16 +666,17 @@ _AGGREGATION_CALLS = {"agg", "aggregate", "transform", "pivot_table", "apply", "
 _AGGREGATION_KEYWORDS = {"aggfunc", "func", "statistic"}
 
 
-def _aggregation_strings(node: ast.AST) -> Iterator[ast.Constant]:
-    """String constants naming a reduction inside an aggregation argument (lists, dict values, tuples)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+def _aggregation_names(node: ast.AST) -> Iterator[ast.AST]:
+    """Reductions named inside an aggregation argument: ``"mean"`` or ``np.mean``, also in lists,
+    tuples and dict values."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) or isinstance(node, ast.Attribute):
         yield node
     elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         for element in node.elts:
-            yield from _aggregation_strings(element)
+            yield from _aggregation_names(element)
     elif isinstance(node, ast.Dict):
         for value in node.values:  # keys are column names
-            yield from _aggregation_strings(value)
+            yield from _aggregation_names(value)
 
 
 def _find_mean_median_sum(tree: ast.Module, source: str) -> Iterator[Mutation]:
@@ -679,6 +685,7 @@ def _find_mean_median_sum(tree: ast.Module, source: str) -> Iterator[Mutation]:
     yield from _renames("mean_median_sum", tree, source, swaps, allow_method=True,
                         modules_ok=lambda module, new: module not in {"math", "pandas"}
                         and not (module == "statistics" and new == "sum"))
+    modules, _ = _imports(tree)
     visible = {id(node) for node, _, _ in _visible(tree)}
     for call in _calls(tree):
         name, _ = _callee(call)
@@ -686,13 +693,19 @@ def _find_mean_median_sum(tree: ast.Module, source: str) -> Iterator[Mutation]:
         if name in _AGGREGATION_CALLS:
             values += [*call.args, *(k.value for k in call.keywords if k.arg not in _AGGREGATION_KEYWORDS)]
         for value in values:
-            for constant in _aggregation_strings(value):
-                if id(constant) not in visible or constant.value not in _AGGREGATION_SWAPS:
+            for ref in _aggregation_names(value):
+                if id(ref) not in visible:
                     continue
-                start, end = _span(source, constant)
-                for new in _AGGREGATION_SWAPS[constant.value]:
-                    yield _mutation("mean_median_sum", source, start, end,
-                                    _string_text(source[start:end], constant.value, new))
+                if isinstance(ref, ast.Attribute):  # agg(np.mean): rename the function passed
+                    if ref.attr in _AGGREGATION_SWAPS and _module_of(ref.value, modules) == "numpy":
+                        token = _name_token(source, ref)
+                        for new in _AGGREGATION_SWAPS[ref.attr] if token else []:
+                            yield _mutation("mean_median_sum", source, *token, new)
+                elif ref.value in _AGGREGATION_SWAPS:
+                    start, end = _span(source, ref)
+                    for new in _AGGREGATION_SWAPS[ref.value]:
+                        yield _mutation("mean_median_sum", source, start, end,
+                                        _string_text(source[start:end], ref.value, new))
 
 
 _BOUNDARY_SWAPS = {ast.Gt: ">=", ast.GtE: ">", ast.Lt: "<=", ast.LtE: "<"}
@@ -834,7 +847,9 @@ def _find_unit_scale(tree: ast.Module, source: str) -> Iterator[Mutation]:
         op = getattr(parent, "op", None) if isinstance(parent, (ast.BinOp, ast.AugAssign)) else None
         # Unit conversions are scale factors (x * 1000, t / 3600), offsets (T - 273.15) or
         # named constants; a bare 100 in range(100) is a count, not a unit.
-        multiplicative = isinstance(op, scaling)
+        # ... and [0] * 10 is a repetition
+        multiplicative = isinstance(op, scaling) and not (
+            isinstance(parent, ast.BinOp) and (_is_sequence_literal(parent.left) or _is_sequence_literal(parent.right)))
         named = (isinstance(parent, (ast.Assign, ast.AnnAssign)) and field == "value") \
             or isinstance(parent, ast.arguments)
         if not (multiplicative or named or isinstance(op, shifting)):
@@ -916,7 +931,10 @@ def _find_drop_missing_handling(tree: ast.Module, source: str) -> Iterator[Mutat
         if not isinstance(node, ast.Call):
             continue
         name, receiver = _callee(node)
-        if name in _MISSING_REMOVALS and receiver is not None and _module_of(receiver, modules) is None:
+        # pandas interpolate() takes keywords; with a positional argument it is most
+        # likely some other interpolate (string templates, configuration values)
+        if name in _MISSING_REMOVALS and receiver is not None and _module_of(receiver, modules) is None \
+                and not (name == "interpolate" and node.args):
             text = _receiver_text(source, node.func)
             if text:  # x.dropna().mean() -> x.mean(): the receiver stands in for the whole call
                 yield _mutation("drop_missing_handling", source, *_span(source, node), text)
@@ -933,7 +951,7 @@ def _find_drop_missing_handling(tree: ast.Module, source: str) -> Iterator[Mutat
 _NORMALISER_CALLS = {"sum", "nansum", "max", "nanmax", "amax", "norm", "std", "nanstd", "mean", "nanmean", "len",
                      "count", "total", "size", "ptp", "sqrt"}
 _NORMALISER_WORDS = {"total", "totals", "sum", "sums", "norm", "norms", "normaliser", "normalizer", "std", "sd",
-                     "sigma", "scale", "denom", "denominator", "count", "counts", "n", "max"}
+                     "sigma", "scale", "denom", "denominator", "count", "counts", "n", "max", "size", "shape"}
 
 
 def _looks_like_normaliser(node: ast.AST, depth: int = 0) -> bool:

@@ -377,6 +377,51 @@ def render_dot(graph: nx.DiGraph, title: str = "workflow") -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_svg(graph: nx.DiGraph, title: str = "workflow") -> str:
+    """A self-contained SVG picture of a workflow graph: one column per dependency layer, left to right."""
+    from html import escape
+
+    colours = {"operation": "#dbe9f6", "variable": "#fdf0d5", "data_file": "#d8f0d2", "output": "#f6d8d8",
+               "return": "#e8e0f4"}
+    condensed = nx.condensation(graph)
+    column = {}
+    for depth, layer in enumerate(nx.topological_generations(condensed)):
+        for component in layer:
+            for node in condensed.nodes[component]["members"]:
+                column[node] = depth
+    width, height, gap_x, gap_y = 150, 34, 60, 12
+    rows: dict[int, int] = {}
+    position = {}
+    for node in sorted(graph.nodes, key=lambda n: (column[n], graph.nodes[n].get("line", 0), n)):
+        row = rows.get(column[node], 0)
+        rows[column[node]] = row + 1
+        position[node] = (20 + column[node] * (width + gap_x), 40 + row * (height + gap_y))
+    total_w = 40 + (max(column.values(), default=0) + 1) * (width + gap_x)
+    total_h = 60 + max(rows.values(), default=1) * (height + gap_y)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" font-family="sans-serif" '
+             f'font-size="10">', f'<text x="20" y="20" font-size="13">{escape(title)}</text>']
+    for source, target in sorted(graph.edges()):
+        (x1, y1), (x2, y2) = position[source], position[target]
+        parts.append(f'<line x1="{x1 + width}" y1="{y1 + height / 2}" x2="{x2}" y2="{y2 + height / 2}" '
+                     'stroke="#888" stroke-width="0.8"/>')
+    for node, (x, y) in sorted(position.items()):
+        attrs = graph.nodes[node]
+        kind = attrs.get("kind", "")
+        if kind == "operation":
+            top = f"{PurePosixPath(attrs['path']).name}:{attrs['line']}"
+            bottom = ", ".join(attrs.get("operations", [])[:2])
+        elif kind == "variable":
+            top, bottom = attrs["name"], value_label(attrs.get("value"))
+        else:
+            top, bottom = kind.replace("_", " "), node.split(":", 1)[1]
+        parts.append(f'<rect x="{x}" y="{y}" width="{width}" height="{height}" rx="4" '
+                     f'fill="{colours.get(kind, "#eee")}" stroke="#555" stroke-width="0.6"/>')
+        parts.append(f'<text x="{x + 4}" y="{y + 13}">{escape(top[:28])}</text>')
+        parts.append(f'<text x="{x + 4}" y="{y + 27}" fill="#444">{escape(bottom[:28])}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
 def value_label(summary: dict[str, Any] | None) -> str:
     if not summary:
         return "(not observed)"

@@ -60,6 +60,9 @@ POSITIVE = [
     ("mean_median_sum", "m = np.nanmean(x)\n", ["m = np.nanmedian(x)\n"]),
     ("mean_median_sum", 'g = df.groupby("k").agg(avg=("v", "mean"))\n',
      ['g = df.groupby("k").agg(avg=("v", "median"))\n', 'g = df.groupby("k").agg(avg=("v", "sum"))\n']),
+    ("mean_median_sum", "g = df.groupby('k')['v'].agg(['mean', 'std'])\n",
+     ["g = df.groupby('k')['v'].agg(['median', 'std'])\n", "g = df.groupby('k')['v'].agg(['sum', 'std'])\n"]),
+    ("mean_median_sum", "g = df.groupby('k').agg({'v': np.median})\n", ["g = df.groupby('k').agg({'v': np.mean})\n"]),
     ("mean_median_sum", "t = pd.pivot_table(df, index='k', aggfunc='sum')\n",
      ["t = pd.pivot_table(df, index='k', aggfunc='mean')\n"]),
     # comparison_boundary
@@ -116,6 +119,7 @@ POSITIVE = [
     ("drop_missing_handling", "m = s.mean(skipna=True)\n", ["m = s.mean(skipna=False)\n"]),
     ("drop_missing_handling", "m = np.nanmean(x)\n", ["m = np.mean(x)\n"]),
     ("drop_missing_handling", "y = np.nan_to_num(a + b) * 2\n", ["y = (a + b) * 2\n"]),
+    ("drop_missing_handling", 's = df["v"].interpolate(method="linear")\n', ['s = df["v"]\n']),
     # drop_normalisation
     ("drop_normalisation", "p = x / x.sum()\n", ["p = x\n"]),
     ("drop_normalisation", "z = (x - m) / sd\n", ["z = (x - m)\n"]),
@@ -164,10 +168,11 @@ NEGATIVE = [
                    "s = df.sort_values('v', ascending=order)\n"),
     ("argmax_argmin", "i = math.floor(x)\nx = np.clip(x, 0, 1)\nm = x.mode()\nm = x.maxsize\n"),
     ("unit_scale", "for i in range(100):\n    pass\nx = a[100]\nrng = np.random.default_rng(1000)\nseed = 1000\n"
-                   "y = x * 7\nz = x > 1000\nw = f(1000)\n"),
+                   "y = x * 7\nz = x > 1000\nw = f(1000)\nrow = [0.0] * 100\n"),
     ("sign", "d = a - 0\nd = 0 - a\ny = +x\ny = a + b\ny = ~x\n"),
     ("key_swap", 'a = df["x"]\nb = df[["x", "y"]]\nc = d.get("z")\n'),
-    ("drop_missing_handling", "m = df.mean()\nm = pd.isna(x)\nm = np.mean(x)\nm = pd.fillna\n"),
+    ("drop_missing_handling", "m = df.mean()\nm = pd.isna(x)\nm = np.mean(x)\nm = pd.fillna\n"
+                              "v = config.interpolate(template)\n"),
     ("drop_normalisation", "r = a / b\nr = x / 2\nr = x / assumption\nr = x * total\nr = x // n\n"),
     ("binary_operator", 's = "a" + name\nrow = [0] * n\ny = a % b\ny = a // b\nline = "-" * 40\nt = (1,) + t\n'),
     ("swap_operands", "y = a + b\ny = a * b\ny = a % b\n"),
@@ -294,9 +299,10 @@ import numpy as np
 from math import log
 
 
-@decorate(axis=0, n=5, scale=1000)
+@decorate(axis=0, n=5, scale=1000, agg=np.mean)
 def main(values: Annotated[list, 5] = None) -> float:
     """Inner docstring: np.mean(x) > 3."""
+    assert np.mean(values) > 0, "values must be positive"
     print(f"{np.mean([1, 2]) * 1000:.2f} {x[0] if x > 1 else -2}", np.log(2) > 1, -3, sorted(values))
 
 
@@ -339,6 +345,9 @@ def summarise(df):
     spread = np.nanstd(df["flow"].to_numpy(), ddof=1)
     recent = df["flow"].values[-7:]
     trend = np.polyfit(np.arange(len(recent)), recent, 1)[0]
+    daily = df.pivot_table(index="date", columns="site", values="flow").mean(axis=1)
+    if daily.empty:
+        trend = 0.0
     low = int((df["flow"] < 0.1 * df["flow"].median()).sum())
     return {"wettest": wettest, "share": float(share.max()), "peak": str(peak_day),
             "log": float(log_flow), "spread": float(spread), "trend": float(trend), "low": low,
@@ -354,8 +363,7 @@ def test_realistic_script_mutants_parse_and_touch_only_their_span():
     assert len(REALISTIC.splitlines()) >= 40
     mutations = find_mutations(REALISTIC, "pipeline/summary.py")
     assert len(mutations) > 50
-    operators = {m.operator for m in mutations}
-    assert len(operators) >= 15, sorted(set(OPERATORS) - operators)
+    assert {m.operator for m in mutations} == set(OPERATORS)
     for mutation in mutations:
         assert mutation.path == "pipeline/summary.py"
         mutated = assert_clean_splice(REALISTIC, mutation)
@@ -370,7 +378,7 @@ def test_realistic_script_mutants_parse_and_touch_only_their_span():
 
 def test_results_are_deterministic():
     first = find_mutations(REALISTIC, "s.py")
-    mutations._scan_cache[:] = [None, None]  # a cold walk gives the same answer as a warm one
+    mutations._last_scan[0] = None  # a cold walk gives the same answer as a warm one
     assert find_mutations(REALISTIC, "s.py") == first
     assert find_mutations(REALISTIC, "s.py", list(reversed(OPERATORS))) == first
 
