@@ -61,6 +61,20 @@ def tree_hashes(project: Path) -> dict[str, str]:
     return hashes
 
 
+def explain(first: Path, second: Path, path: str) -> dict:
+    """Which top-level keys of a differing JSON file differ (or that the file exists in one build only)."""
+    a, b = first / path, second / path
+    if not (a.exists() and b.exists()):
+        return {"path": path, "only_in": "first" if a.exists() else "second"}
+    if path.endswith(".json"):
+        x, y = json.loads(a.read_text()), json.loads(b.read_text())
+        if isinstance(x, dict) and isinstance(y, dict):
+            keys = sorted(k for k in set(x) | set(y) if x.get(k) != y.get(k))
+            return {"path": path, "keys": keys, "first": {k: x.get(k) for k in keys[:2]},
+                    "second": {k: y.get(k) for k in keys[:2]}}
+    return {"path": path}
+
+
 def figures(project: Path) -> dict:
     out = project / "outputs"
     seeds = read_rows(out / "seeds/data", SeedRow)
@@ -122,10 +136,12 @@ def main() -> None:
         if args.twice:
             again, _ = build(Path(tmp), "second", args.recipe)
             first, second = tree_hashes(project), tree_hashes(again)
+            differing = sorted(p for p in set(first) | set(second) if first.get(p) != second.get(p))
             report["determinism"] = {
                 "files_compared": len(first),
                 "identical": first == second,
-                "differing": sorted(p for p in set(first) | set(second) if first.get(p) != second.get(p))[:20],
+                "differing_files": len(differing),
+                "differences": [explain(project, again, path) for path in differing[:10]],
             }
         if args.recheck:
             start = time.monotonic()

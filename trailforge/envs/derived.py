@@ -454,7 +454,7 @@ def build_completions(ctx: SeedContext) -> list[TaskRow]:
             continue
         statement = completion_statement(ctx.seed.repo_id, ctx.seed.discipline, ctx.seed.script, ctx.data_lines,
                                          hole, ctx.seed.program_files, ctx.schema, ctx.answer)
-        construction = {**hole, "stub_exit": result.reason}
+        construction = dict(hole)
         tasks.append(ctx.base_task(
             "completion", f"{hole['path']}:{hole['line']}",
             statement=statement, answer_schema=ctx.schema, reference_answer=ctx.answer,
@@ -493,6 +493,12 @@ def correction_candidates(ctx: SeedContext) -> list[Mutation]:
     return _round_robin(scientific) + _round_robin(generic)
 
 
+def mutation_key(mutation: Mutation) -> str:
+    """Unique per edit: two edits by one operator on one line (x10 and /10) are two tasks."""
+    edit = f"{mutation.col}:{mutation.end_line}:{mutation.end_col}:{mutation.replacement}"
+    return f"{mutation.path}:{mutation.line}:{mutation.operator}:{hashlib.sha256(edit.encode()).hexdigest()[:8]}"
+
+
 def build_corrections(ctx: SeedContext) -> list[TaskRow]:
     if ctx.cfg.correction.max_per_seed == 0:
         return []
@@ -505,12 +511,17 @@ def build_corrections(ctx: SeedContext) -> list[TaskRow]:
     for mutation in candidates[:budget]:
         if len(tasks) >= ctx.cfg.correction.max_per_seed:
             break
-        item = task_id_for(ctx.seed.seed_id, f"correction:{mutation.path}:{mutation.line}:{mutation.operator}")
+        key = mutation_key(mutation)
+        item = task_id_for(ctx.seed.seed_id, f"correction:{key}")
         source = ctx.sources[mutation.path]
         mutant = {**ctx.sources, mutation.path: apply_mutation(source, mutation)}
         result = ctx.run(mutant)
         if not result.ok:
             ctx.recorder.reject(item, "mutant_fails", f"the mutant ended with {result.reason}")
+            continue
+        if result.duration_s > ctx.sandbox.timeout_s / 2:
+            # A mutant this close to the timeout could end either way on another machine: not reproducible.
+            ctx.recorder.reject(item, "mutant_slow", f"the mutant took {result.duration_s:.1f}s, over half the timeout")
             continue
         _, got = ctx.answer_of(result)
         changed = differences(ctx.schema, ctx.answer, got)
@@ -529,7 +540,7 @@ def build_corrections(ctx: SeedContext) -> list[TaskRow]:
         statement = correction_statement(ctx.seed.repo_id, ctx.seed.discipline, ctx.seed.script, ctx.data_lines,
                                          changed, ctx.seed.program_files, ctx.schema, ctx.answer)
         tasks.append(ctx.base_task(
-            "correction", f"{mutation.path}:{mutation.line}:{mutation.operator}",
+            "correction", key,
             statement=statement, answer_schema=ctx.schema, reference_answer=ctx.answer,
             reference_program=dict(ctx.sources), workspace_program=mutant,
             negative_programs=[{"name": "defective", "entrypoint": ctx.seed.script, "files": mutant}],
