@@ -99,10 +99,13 @@ def validate(data: dict[str, Any]) -> TrailforgeConfig:
 def format_validation_error(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
-        loc = [str(p) for p in err["loc"]]
+        # A discriminated union (sandbox: local | docker) adds the chosen option to the path; users never write it.
+        raw = tuple(p for i, p in enumerate(err["loc"]) if not (i == 1 and err["loc"][0] == "sandbox"))
+        loc = [str(p) for p in raw]
         key = ".".join(loc) or "<root>"
         if err["type"] == "extra_forbidden":
-            allowed = _allowed_keys(err["loc"][:-1])
+            allowed = _allowed_keys(raw[:-1], err["loc"][1] if err["loc"][0] == "sandbox" and len(err["loc"]) > 1
+                                    else None)
             lines.append(f"{key}: unknown key; allowed keys here: {', '.join(allowed)}")
         else:
             shown = repr(err.get("input"))
@@ -112,7 +115,7 @@ def format_validation_error(exc: ValidationError) -> str:
     return "invalid config:\n  " + "\n  ".join(lines)
 
 
-def _allowed_keys(loc: tuple) -> list[str]:
+def _allowed_keys(loc: tuple, option: str | None = None) -> list[str]:
     model: Any = TrailforgeConfig
     for part in loc:
         if isinstance(part, int) or model is None:
@@ -120,17 +123,18 @@ def _allowed_keys(loc: tuple) -> list[str]:
         field = model.model_fields.get(part)
         if field is None:
             return []
-        model = _model_in(field.annotation)
+        model = _model_in(field.annotation, option)
     return sorted(model.model_fields) if model else []
 
 
-def _model_in(annotation: Any) -> type[BaseModel] | None:
+def _model_in(annotation: Any, option: str | None = None) -> type[BaseModel] | None:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
-    for arg in typing.get_args(annotation):
-        found = _model_in(arg)
-        if found:
-            return found
+    models = [m for m in (_model_in(arg) for arg in typing.get_args(annotation)) if m]
+    for model in models:
+        tag = model.model_fields.get("backend")
+        if option is None or tag is None or tag.default == option:
+            return model
     return None
 
 

@@ -64,6 +64,24 @@ class LocalSandboxConfig(_Strict):
     max_processes: int = Field(256, ge=8)
     network: Literal["none", "host"] = "none"
     require_network_isolation: bool = False
+    isolation: Literal["auto", "required", "off"] = Field(
+        "auto", description="own mount+PID namespaces as nobody where the host allows it (see sandbox/local.py)")
+
+
+class DockerSandboxConfig(_Strict):
+    backend: Literal["docker"] = "docker"
+    base_image: str = Field("python:3.11-slim", description="FROM of every generated Dockerfile")
+    timeout_s: float = Field(20.0, gt=0)
+    max_stdout_bytes: int = Field(200_000, gt=0)
+    max_output_file_bytes: int = Field(5_000_000, gt=0)
+    memory_mb: int = Field(2048, ge=64)
+    max_processes: int = Field(256, ge=8)
+    cpus: float = Field(1.0, gt=0)
+    ca_bundle: str | None = Field("/etc/ssl/certs/ca-certificates.crt",
+                                  description="CA bundle copied into image builds (TLS-intercepting proxies)")
+    index_url: str | None = Field(None, description="pip index for image builds (default: the host's PIP_INDEX_URL)")
+    extra_index_urls: list[str] = Field(default_factory=list)
+    build_network: str = Field("host", description="network mode of image builds (the proxy must be reachable)")
 
 
 class BudgetConfig(_Strict):
@@ -141,7 +159,7 @@ class TrailforgeConfig(_Strict):
     recipe: str
     source: LocalSourceConfig
     domain: DomainConfig
-    sandbox: LocalSandboxConfig
+    sandbox: LocalSandboxConfig | DockerSandboxConfig = Field(discriminator="backend")
     budget: BudgetConfig
     tasks: TasksConfig
     verifier: VerifierConfig

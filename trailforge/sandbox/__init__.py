@@ -3,9 +3,10 @@ from pathlib import Path
 
 from .base import PreparedEnv, RunRequest, RunResult, Sandbox
 from .cached import run_cached
+from .docker import DockerSandbox, DockerUnavailable
 from .local import LocalSandbox, SandboxUnavailable
 
-BACKENDS = {"local": LocalSandbox}
+BACKENDS = {"local": LocalSandbox, "docker": DockerSandbox}
 TRACE_RUNNER = Path(__file__).with_name("trace_runner.py")
 
 
@@ -18,6 +19,6 @@ def build_sandbox(config) -> Sandbox:
 
 
 __all__ = [
-    "BACKENDS", "TRACE_RUNNER", "LocalSandbox", "PreparedEnv", "RunRequest", "RunResult", "Sandbox",
+    "BACKENDS", "TRACE_RUNNER", "DockerSandbox", "DockerUnavailable", "LocalSandbox", "PreparedEnv", "RunRequest", "RunResult", "Sandbox",
     "SandboxUnavailable", "build_sandbox", "run_cached",
 ]

@@ -6,9 +6,19 @@ size, open files, processes), its own process group killed as a whole on timeout
 after exit, capped stdout/stderr, and no network through a network namespace
 (``unshare -n``) where the host allows it.
 
-What it does not do: it is not a security boundary against a determined attacker. The
-program runs as the calling user and can read any file that user can read by absolute
-path. Use ``sandbox=docker`` for untrusted code at scale (hardening is its own issue).
+When started as root on Linux with ``unshare`` and ``setpriv`` (``sandbox.isolation``
+``auto`` or ``required``), each run also gets its own mount and PID namespaces: home
+directories (``/root``, ``/home``, ``$HOME``) and ``/tmp`` are hidden behind empty
+tmpfs mounts (the interpreter and the scratch directory are mounted back), the root
+filesystem is read-only, the program runs as ``nobody`` (so the process limit applies
+and nothing root owns is readable), input data files are read-only, and every process
+the program leaves behind dies with the namespace.
+
+What it does not do: it is not a security boundary against a determined attacker (no
+seccomp filter, the host kernel is shared, ``/dev/shm`` and world-readable files stay
+readable). Without the namespaces (not root, or ``isolation=off``) the program runs as
+the calling user and can read any file that user can read by absolute path, and a
+process limit does not apply to root. Use ``sandbox=docker`` when that matters.
 """
 from __future__ import annotations
 
@@ -47,6 +57,60 @@ def _network_namespace_available() -> bool:
     return done.returncode == 0
 
 
+# Runs as root inside fresh mount + PID (+ network) namespaces, then drops to nobody.
+# $1 scratch dir; TF_KEEP / TF_HIDE: paths to keep visible / to hide. /mnt (a private tmpfs here)
+# holds the kept paths while the hiding tmpfs mounts go on.
+NAMESPACE_SCRIPT = r"""
+set -eu
+scratch="$1"; shift 1
+stage=/mnt
+mount --make-rprivate /
+mount -t tmpfs -o size=1m tmpfs "$stage"
+i=0
+for keep in $TF_KEEP "$scratch"; do
+  mkdir -p "$stage/$i"; mount --rbind "$keep" "$stage/$i"; i=$((i+1))
+done
+for hide in $TF_HIDE; do
+  if [ -d "$hide" ]; then mount -t tmpfs -o mode=755,size=1m tmpfs "$hide"; fi
+done
+i=0
+for keep in $TF_KEEP "$scratch"; do
+  mkdir -p "$keep"; mount --rbind "$stage/$i" "$keep"; i=$((i+1))
+done
+mount -o remount,bind,ro /
+for keep in $TF_KEEP; do mount -o remount,bind,ro "$keep" 2>/dev/null || true; done
+if [ -d /dev/shm ]; then mount -t tmpfs -o size=16m tmpfs /dev/shm; fi
+cd "$scratch"
+exec setpriv --reuid=65534 --regid=65534 --clear-groups --no-new-privs -- "$@"
+"""
+NOBODY_UID = 65534
+
+
+def namespaces_available() -> bool:
+    """Root, Linux, unshare and setpriv present, and a trial namespace with a read-only remount works."""
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("setpriv"):
+        return False
+    probe = "mount --make-rprivate / && mount -o remount,bind,ro / && mount -t tmpfs tmpfs /mnt"
+    try:
+        done = subprocess.run(["unshare", "--mount", "--pid", "--fork", "--mount-proc", "sh", "-c", probe],
+                              capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def _keep_paths() -> list[str]:
+    """What the program needs to see: the interpreter, its standard library and installed packages."""
+    paths = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)))}
+    paths = {p for p in paths if p != "/"}
+    return sorted(p for p in paths if not any(p.startswith(other + os.sep) for other in paths))
+
+
+def _hide_paths() -> list[str]:
+    hide = {"/root", "/home", "/tmp", "/var/tmp", os.path.realpath(os.path.expanduser("~"))}
+    return sorted(p for p in hide if p not in ("/", "") and os.path.isdir(p))
+
+
 class LocalSandbox:
     name = "local"
 
@@ -59,6 +123,7 @@ class LocalSandbox:
         max_processes: int = 256,
         network: str = "none",
         require_network_isolation: bool = False,
+        isolation: str = "auto",
     ):
         self.timeout_s = timeout_s
         self.max_stdout_bytes = max_stdout_bytes
@@ -66,6 +131,13 @@ class LocalSandbox:
         self.memory_mb = memory_mb
         self.max_processes = max_processes
         self.network = network
+        self.namespaces = isolation != "off" and namespaces_available()
+        if isolation == "required" and not self.namespaces:
+            raise SandboxUnavailable(
+                "sandbox.isolation is 'required' but this host cannot give each run its own mount and PID "
+                "namespaces as nobody (needs root, unshare and setpriv); use sandbox=docker, or set "
+                "sandbox.isolation=auto to accept a plain subprocess"
+            )
         self.isolate_network = False
         if network == "none":
             self.isolate_network = _network_namespace_available()
@@ -86,6 +158,7 @@ class LocalSandbox:
             max_processes=config.max_processes,
             network=config.network,
             require_network_isolation=config.require_network_isolation,
+            isolation=config.isolation,
         )
 
     def prepare(self, distributions: list[str]) -> PreparedEnv:
@@ -101,6 +174,7 @@ class LocalSandbox:
             "python": platform.python_version(),
             "packages": packages,
             "network": "none" if self.isolate_network else self.network,
+            "isolation": "namespaces" if self.namespaces else "process",
             "limits": {"memory_mb": self.memory_mb, "max_processes": self.max_processes},
         }
         return PreparedEnv(spec=spec, spec_hash=stable_hash(spec), missing=tuple(missing))
@@ -117,6 +191,8 @@ class LocalSandbox:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
             (scratch / ".tmp").mkdir(exist_ok=True)
+            if self.namespaces:
+                _hand_over(scratch, request.files)
             return self._execute(scratch, logs, env, request)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -124,7 +200,10 @@ class LocalSandbox:
 
     def _execute(self, scratch: Path, logs: Path, env: PreparedEnv, request: RunRequest) -> RunResult:
         command = [sys.executable if part == "python" else part for part in request.command]
-        if self.isolate_network:
+        if self.namespaces:
+            namespaces = ["--mount", "--pid", "--fork", "--mount-proc", *(["--net"] if self.isolate_network else [])]
+            command = ["unshare", *namespaces, "--", "sh", "-c", NAMESPACE_SCRIPT, "sh", str(scratch), *command]
+        elif self.isolate_network:
             command = ["unshare", "-n", "--", *command]
         child_env = {
             "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
@@ -142,6 +221,8 @@ class LocalSandbox:
             "MKL_NUM_THREADS": "1",
         }
         child_env.update({k: os.environ[k] for k in _PASS_THROUGH_ENV if k in os.environ})
+        if self.namespaces:
+            child_env.update(TF_KEEP=" ".join(_keep_paths()), TF_HIDE=" ".join(_hide_paths()))
         child_env.update(request.env)
         timeout = min(request.timeout_s, self.timeout_s)
         limits = _limits(self.memory_mb, timeout, self.max_output_file_bytes, self.max_processes)
@@ -218,6 +299,15 @@ class LocalSandbox:
                     continue
                 files[rel] = data
         return files, oversized
+
+
+def _hand_over(scratch: Path, inputs: dict[str, bytes]) -> None:
+    """Give the scratch directory to nobody; input files stay read-only so a run cannot alter its data."""
+    for dirpath, dirnames, filenames in os.walk(scratch):
+        os.chown(dirpath, NOBODY_UID, NOBODY_UID)
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            os.chmod(path, 0o444)
 
 
 def _limits(memory_mb: int, timeout: float, max_file: int, max_processes: int):

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -31,17 +30,6 @@ def run(sandbox, prepared, code: str, files: dict[str, bytes] | None = None, tim
     return sandbox.run(prepared, request)
 
 
-def _gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:  # killed but not yet reaped by init: a zombie no longer runs
-        return "\nState:\tZ" in Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return True
-
-
 def _unshare_works() -> bool:
     if not shutil.which("unshare"):
         return False
@@ -61,12 +49,21 @@ def test_program_output_and_written_file_are_returned(sandbox, env):
 
 
 def test_unchanged_inputs_are_not_returned_but_changed_ones_are(sandbox, env):
-    code = "data = open('data/in.csv').read()\nopen('state.txt', 'a').write('+')\nprint(len(data))\n"
+    code = ("import os\ndata = open('data/in.csv').read()\nopen('state.new', 'w').write('x+')\n"
+            "os.replace('state.new', 'state.txt')\nprint(len(data))\n")
     files = {"data/in.csv": b"a,b\n1,2\n", "state.txt": b"x"}
     result = run(sandbox, env, code, files)
-    assert result.ok
+    assert result.ok, result.stderr
     assert result.stdout.strip() == "8"
     assert result.files == {"state.txt": b"x+"}
+
+
+def test_inputs_are_read_only_under_namespaces(sandbox, env):
+    if not sandbox.namespaces:
+        pytest.skip("this host cannot give runs their own namespaces (needs root, unshare and setpriv)")
+    result = run(sandbox, env, "open('data/in.csv', 'a').write('tampered')\n", {"data/in.csv": b"a\n"})
+    assert result.reason == "nonzero_exit" and "Permission denied" in result.stderr
+    assert result.files == {}
 
 
 def test_temp_dir_and_symlinks_are_not_collected(sandbox, env):
@@ -159,35 +156,47 @@ def test_file_path_outside_scratch_is_bad_request(sandbox, env, bad_path, tmp_pa
     assert result.stdout == ""
 
 
+def _alive_with(marker: str) -> bool:
+    """Whether any process on the host has ``marker`` on its command line (pids differ inside a PID namespace)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            if marker.encode() in (proc / "cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _wait_gone(marker: str) -> bool:
+    deadline = time.monotonic() + 10
+    while _alive_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive_with(marker)
+
+
 def test_background_process_is_killed_after_run(sandbox, env):
+    marker = f"tf-bg-{time.monotonic_ns()}"
+    # Leaving the process group only escapes a plain subprocess; a PID namespace takes it down regardless.
+    escape = ", start_new_session=True" if sandbox.namespaces else ""
     code = (
-        "import subprocess\n"
-        "child = subprocess.Popen(['sleep', '30'])\n"
-        "open('pid.txt', 'w').write(str(child.pid))\n"
+        "import subprocess, sys\n"
+        f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)', {marker!r}]{escape})\n"
     )
     result = run(sandbox, env, code)
     assert result.ok, result.stderr
-    pid = int(result.files["pid.txt"])
-    deadline = time.monotonic() + 10
-    while not _gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _gone(pid), f"background process {pid} survived the run"
+    assert _wait_gone(marker), "a background process (in its own session) survived the run"
 
 
 def test_background_process_is_killed_after_timeout(sandbox, env):
+    marker = f"tf-bg-{time.monotonic_ns()}"
     code = (
-        "import subprocess, time\n"
-        "child = subprocess.Popen(['sleep', '60'])\n"
-        "print(child.pid, flush=True)\n"
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', {marker!r}])\n"
         "time.sleep(60)\n"
     )
     result = run(sandbox, env, code, timeout_s=1)
     assert result.reason == "timeout"
-    pid = int(result.stdout.split()[0])
-    deadline = time.monotonic() + 10
-    while not _gone(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _gone(pid)
+    assert _wait_gone(marker)
 
 
 NETWORK_PROBE = (
