@@ -66,6 +66,9 @@ class LocalSandboxConfig(_Strict):
     require_network_isolation: bool = False
     isolation: Literal["auto", "required", "off"] = Field(
         "auto", description="own mount+PID namespaces as nobody where the host allows it (see sandbox/local.py)")
+    environments: Literal["host", "venv"] = Field(
+        "host", description="host: the running interpreter; venv: one virtual environment per dependency set")
+    venv_root: str | None = Field(None, description="where venvs live (default: $TRAILFORGE_CACHE_DIR/venvs)")
 
 
 class DockerSandboxConfig(_Strict):

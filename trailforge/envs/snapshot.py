@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 from ..io import FileEntry, RepoRow, SnapshotRow, StageRecorder
-from .deps import distribution_for, parse_manifest, scan_imports, third_party
+from .deps import parse_manifest, resolve_distributions, scan_imports_detailed, third_party
 from .files import SKIP_DIRS, file_kind
 
 
@@ -41,7 +42,10 @@ def snapshot_repo(repo: RepoRow, project_root: Path, trees_dir: Path, max_file_b
         recorder.reject(repo.repo_id, "empty_repo", "no files left to snapshot")
         return None
     content_hash = hashlib.sha256("".join(f"{f.path}\0{f.sha256}\n" for f in files).encode()).hexdigest()
-    requirements, imports, local_modules = _analyse(repo.repo_id, dest, files, recorder)
+    requirements, imports, optional, local_modules = _analyse(repo.repo_id, dest, files, recorder)
+    distributions, bad = resolve_distributions(requirements, imports, optional, platform.python_version())
+    for spec in bad:
+        recorder.reject(f"{repo.repo_id}:{spec}", "bad_requirement", f"cannot parse requirement {spec!r}; ignored")
     return SnapshotRow(
         repo_id=repo.repo_id,
         origin=repo.origin,
@@ -52,7 +56,7 @@ def snapshot_repo(repo: RepoRow, project_root: Path, trees_dir: Path, max_file_b
         files=files,
         requirements=requirements,
         imports=imports,
-        distributions=sorted({distribution_for(name) for name in imports}),
+        distributions=distributions,
         local_modules=sorted(local_modules),
     )
 
@@ -117,6 +121,8 @@ def _analyse(repo_id: str, tree: Path, files: list[FileEntry], recorder: StageRe
             local.update(part for part in path.parts[:-1])
     requirements: list[str] = []
     imports: set[str] = set()
+    optional: set[str] = set()
+    required: set[str] = set()  # imported outside any ImportError guard in at least one file
     for entry in files:
         item = f"{repo_id}:{entry.path}"
         data = (tree / entry.path).read_bytes()
@@ -136,10 +142,12 @@ def _analyse(repo_id: str, tree: Path, files: list[FileEntry], recorder: StageRe
                 recorder.reject(item, "bad_manifest", f"cannot parse {entry.path}: {exc}")
         elif entry.kind == "python":
             try:
-                found, _ = scan_imports(text)
+                found, maybe, _ = scan_imports_detailed(text)
             except (SyntaxError, ValueError) as exc:
                 line = getattr(exc, "lineno", None)
                 recorder.reject(item, "syntax_error", f"{entry.path} does not parse (line {line}): {exc}")
                 continue
             imports.update(found)
-    return sorted(set(requirements)), third_party(imports, local), local
+            optional.update(maybe)
+            required.update(found - maybe)
+    return sorted(set(requirements)), third_party(imports, local), optional - required, local

@@ -12,7 +12,8 @@ grades it::
       eval/expected.json   expected answer with per-field tolerances (hidden from the agent)
       eval/controls/       negative controls: perturbed answers and defective/incomplete programs
                            whose output the grader must reject (``trailforge recheck`` re-runs them)
-      sandbox.json         how to rebuild the execution environment
+      sandbox.json         the execution environment as verified (backend, lock, limits)
+      Dockerfile           rebuilds that environment with the workspace (requirements.lock.txt pins it)
       metadata.json        provenance, answer schema, how the task was made, verification report
 """
 from __future__ import annotations
@@ -92,6 +93,9 @@ def write_environment(task: VerifiedTaskRow, root: Path) -> Path:
     _json(folder / "eval" / "expected.json", expected_document(task, task.tolerances))
     write_controls(task, folder / "eval" / "controls")
     (folder / "task.md").write_text(task.statement, encoding="utf-8")
+    requirements = locked_requirements(task)
+    (folder / "requirements.lock.txt").write_text("".join(f"{r}\n" for r in requirements), encoding="utf-8")
+    (folder / "Dockerfile").write_text(environment_dockerfile(task, requirements), encoding="utf-8")
     _json(folder / "sandbox.json", {
         "spec": task.sandbox_spec,
         "distributions": task.distributions,
@@ -113,6 +117,45 @@ def write_environment(task: VerifiedTaskRow, root: Path) -> Path:
         "checks": task.checks,
     })
     return folder
+
+
+_TOOLING = {"pip", "setuptools", "wheel", "distribute"}
+
+
+def locked_requirements(task: VerifiedTaskRow) -> list[str]:
+    """Exact pins of what the environment was verified with (the sandbox's lock), tooling left out."""
+    packages = task.sandbox_spec.get("packages", {})
+    return [f"{name}=={version}" for name, version in sorted(packages.items(), key=lambda kv: kv[0].lower())
+            if name.lower() not in _TOOLING and name.lower() != "trailforge"]
+
+
+def environment_dockerfile(task: VerifiedTaskRow, requirements: list[str]) -> str:
+    """A Dockerfile that rebuilds the sandbox the environment was verified in, with the agent's workspace.
+
+    Behind a TLS-intercepting proxy, put the proxy's CA bundle next to it as ``ca-bundle.crt``:
+    the build picks it up when present. The base is a build argument (``--build-arg BASE_IMAGE=...``).
+    """
+    python = ".".join(str(task.sandbox_spec.get("python", "3.11")).split(".")[:2])
+    base = task.sandbox_spec.get("base_image") or f"python:{python}-slim"
+    lines = [
+        f"# Rebuilds the sandbox of {task.task_id}, verified with Python {task.sandbox_spec.get('python', '?')}.",
+        "#   docker build -t env . && docker run --rm --network none env python YOUR_SCRIPT.py",
+        "# Behind a TLS-intercepting proxy, put its CA bundle here as ca-bundle.crt first.",
+        f"ARG BASE_IMAGE={base}",
+        "FROM ${BASE_IMAGE}",
+        "ARG PIP_INDEX_URL",
+        "ARG PIP_EXTRA_INDEX_URL",
+        "ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1",
+        "COPY requirements.lock.txt ca-bundle.cr[t] /tmp/build/",
+        "RUN python3 -m venv /opt/venv \\",
+        "    && if [ -f /tmp/build/ca-bundle.crt ]; then export PIP_CERT=/tmp/build/ca-bundle.crt; fi \\",
+        "    && /opt/venv/bin/pip install --no-input -r /tmp/build/requirements.lock.txt && rm -rf /tmp/build",
+        "ENV PATH=/opt/venv/bin:$PATH",
+        "WORKDIR /work",
+        "COPY --chown=65534:65534 workspace/ /work/",
+        "USER 65534:65534",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def write_controls(task: VerifiedTaskRow, root: Path) -> None:

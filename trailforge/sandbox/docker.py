@@ -42,22 +42,27 @@ class DockerUnavailable(RuntimeError):
     """No Docker engine can be reached, or the base image is missing."""
 
 
-def render_dockerfile(base_image: str, requirements: list[str]) -> str:
+def render_dockerfile(base_image: str, requirements: list[str], with_ca: bool = True,
+                      requirements_file: str = "requirements.txt") -> str:
     """The Dockerfile that rebuilds one dependency set (also exported with each environment)."""
-    lines = [
-        f"FROM {base_image}",
-        "# The host's CA bundle, so pip works behind TLS-intercepting proxies.",
-        "COPY ca-bundle.crt /etc/ssl/certs/trailforge-ca.crt",
-        "ENV PIP_CERT=/etc/ssl/certs/trailforge-ca.crt SSL_CERT_FILE=/etc/ssl/certs/trailforge-ca.crt \\",
-        "    REQUESTS_CA_BUNDLE=/etc/ssl/certs/trailforge-ca.crt PIP_DISABLE_PIP_VERSION_CHECK=1 \\",
-        "    PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1",
+    # The base is a build argument, so a machine without registry access can substitute a local image.
+    lines = [f"ARG BASE_IMAGE={base_image}", "FROM ${BASE_IMAGE}"]
+    if with_ca:
+        lines += [
+            "# The host's CA bundle, so pip works behind TLS-intercepting proxies.",
+            "COPY ca-bundle.crt /etc/ssl/certs/trailforge-ca.crt",
+            "ENV PIP_CERT=/etc/ssl/certs/trailforge-ca.crt SSL_CERT_FILE=/etc/ssl/certs/trailforge-ca.crt \\",
+            "    REQUESTS_CA_BUNDLE=/etc/ssl/certs/trailforge-ca.crt",
+        ]
+    lines += [
+        "ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 PYTHONDONTWRITEBYTECODE=1",
         "ARG PIP_INDEX_URL",
         "ARG PIP_EXTRA_INDEX_URL",
         "ARG HTTP_PROXY",
         "ARG HTTPS_PROXY",
         "ARG NO_PROXY",
         f"RUN python3 -m venv {VENV}",
-        "COPY requirements.txt /tmp/requirements.txt",
+        f"COPY {requirements_file} /tmp/requirements.txt",
     ]
     if requirements:
         lines.append(f"RUN {VENV}/bin/pip install --no-input -r /tmp/requirements.txt")

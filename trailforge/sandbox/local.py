@@ -23,6 +23,7 @@ process limit does not apply to root. Use ``sandbox=docker`` when that matters.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import platform
 import resource
@@ -33,6 +34,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path, PurePosixPath
+
+from packaging.requirements import Requirement
 
 from ..cache import stable_hash
 from .base import BAD_REQUEST, KILLED, NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT, PreparedEnv, RunRequest, RunResult
@@ -99,9 +102,11 @@ def namespaces_available() -> bool:
     return done.returncode == 0
 
 
-def _keep_paths() -> list[str]:
+def _keep_paths(interpreter: str = sys.executable) -> list[str]:
     """What the program needs to see: the interpreter, its standard library and installed packages."""
-    paths = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable)))}
+    venv = os.path.dirname(os.path.dirname(os.path.abspath(interpreter)))
+    paths = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, venv,
+                                           os.path.dirname(os.path.realpath(sys.executable)))}
     paths = {p for p in paths if p != "/"}
     return sorted(p for p in paths if not any(p.startswith(other + os.sep) for other in paths))
 
@@ -124,7 +129,11 @@ class LocalSandbox:
         network: str = "none",
         require_network_isolation: bool = False,
         isolation: str = "auto",
+        environments: str = "host",
+        venv_root: str | None = None,
     ):
+        self.environments = environments
+        self.venv_root = venv_root or os.path.join(os.environ.get("TRAILFORGE_CACHE_DIR", ".trailforge/cache"), "venvs")
         self.timeout_s = timeout_s
         self.max_stdout_bytes = max_stdout_bytes
         self.max_output_file_bytes = max_output_file_bytes
@@ -159,16 +168,27 @@ class LocalSandbox:
             network=config.network,
             require_network_isolation=config.require_network_isolation,
             isolation=config.isolation,
+            environments=config.environments,
+            venv_root=config.venv_root,
         )
 
     def prepare(self, distributions: list[str]) -> PreparedEnv:
-        """Use the running interpreter; report distributions it lacks instead of installing them."""
+        """``host``: the running interpreter, reporting what it lacks. ``venv``: one virtual
+        environment per dependency set, installed once and reused (see ``prepare_venv``)."""
+        if self.environments == "venv":
+            return self.prepare_venv(distributions)
         packages, missing = {}, []
-        for dist in sorted(set(distributions)):
+        for spec in sorted(set(distributions)):
+            requirement = Requirement(spec)
             try:
-                packages[dist] = importlib.metadata.version(dist)
+                version = importlib.metadata.version(requirement.name)
             except importlib.metadata.PackageNotFoundError:
-                missing.append(dist)
+                missing.append(spec)
+                continue
+            if requirement.specifier and not requirement.specifier.contains(version, prereleases=True):
+                missing.append(f"{spec} (the host has {version})")
+                continue
+            packages[requirement.name] = version
         spec = {
             "backend": "local",
             "python": platform.python_version(),
@@ -178,6 +198,46 @@ class LocalSandbox:
             "limits": {"memory_mb": self.memory_mb, "max_processes": self.max_processes},
         }
         return PreparedEnv(spec=spec, spec_hash=stable_hash(spec), missing=tuple(missing))
+
+    def prepare_venv(self, distributions: list[str]) -> PreparedEnv:
+        """A virtual environment per dependency set under ``venv_root``, keyed by its hash.
+
+        Built in a temporary folder and renamed into place when pip succeeded, so a killed build
+        is never reused. The lock is what ``importlib.metadata`` sees inside the environment.
+        """
+        requirements = sorted(set(distributions))
+        key = stable_hash({"python": platform.python_version(), "requirements": requirements})[:16]
+        root = Path(self.venv_root)
+        target = root / key
+        error = None
+        if not (target / "lock.json").is_file():
+            root.mkdir(parents=True, exist_ok=True)
+            building = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+            building.chmod(0o755)  # mkdtemp makes it private; sandboxed runs as nobody must read it
+            try:
+                error = _build_venv(building, requirements)
+                if error is None:
+                    if target.exists():
+                        shutil.rmtree(target)
+                    building.rename(target)
+            finally:
+                shutil.rmtree(building, ignore_errors=True)
+        if error is not None:
+            spec = {"backend": "local", "environment": "venv", "error": error}
+            return PreparedEnv(spec=spec, spec_hash=stable_hash(spec), missing=(error,))
+        lock = json.loads((target / "lock.json").read_text())
+        spec = {
+            "backend": "local",
+            "environment": "venv",
+            "interpreter": str(target / "bin" / "python"),
+            "python": lock.pop("__python__"),
+            "requirements": requirements,
+            "packages": lock,
+            "network": "none" if self.isolate_network else self.network,
+            "isolation": "namespaces" if self.namespaces else "process",
+            "limits": {"memory_mb": self.memory_mb, "max_processes": self.max_processes},
+        }
+        return PreparedEnv(spec=spec, spec_hash=stable_hash({k: v for k, v in spec.items() if k != "interpreter"}))
 
     def run(self, env: PreparedEnv, request: RunRequest) -> RunResult:
         bad = [p for p in request.files if not _safe_relative(p)]
@@ -199,14 +259,15 @@ class LocalSandbox:
             shutil.rmtree(logs, ignore_errors=True)
 
     def _execute(self, scratch: Path, logs: Path, env: PreparedEnv, request: RunRequest) -> RunResult:
-        command = [sys.executable if part == "python" else part for part in request.command]
+        interpreter = env.spec.get("interpreter", sys.executable)
+        command = [interpreter if part == "python" else part for part in request.command]
         if self.namespaces:
             namespaces = ["--mount", "--pid", "--fork", "--mount-proc", *(["--net"] if self.isolate_network else [])]
             command = ["unshare", *namespaces, "--", "sh", "-c", NAMESPACE_SCRIPT, "sh", str(scratch), *command]
         elif self.isolate_network:
             command = ["unshare", "-n", "--", *command]
         child_env = {
-            "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+            "PATH": f"{Path(interpreter).parent}:/usr/local/bin:/usr/bin:/bin",
             "HOME": str(scratch),
             "TMPDIR": str(scratch / ".tmp"),
             "LANG": "C.UTF-8",
@@ -222,7 +283,7 @@ class LocalSandbox:
         }
         child_env.update({k: os.environ[k] for k in _PASS_THROUGH_ENV if k in os.environ})
         if self.namespaces:
-            child_env.update(TF_KEEP=" ".join(_keep_paths()), TF_HIDE=" ".join(_hide_paths()))
+            child_env.update(TF_KEEP=" ".join(_keep_paths(interpreter)), TF_HIDE=" ".join(_hide_paths()))
         child_env.update(request.env)
         timeout = min(request.timeout_s, self.timeout_s)
         limits = _limits(self.memory_mb, timeout, self.max_output_file_bytes, self.max_processes)
@@ -299,6 +360,41 @@ class LocalSandbox:
                     continue
                 files[rel] = data
         return files, oversized
+
+
+def _build_venv(folder: Path, requirements: list[str]) -> str | None:
+    """Create a venv in ``folder`` and install ``requirements``; None, or what failed (naming the requirement)."""
+    made = subprocess.run([sys.executable, "-m", "venv", str(folder)], capture_output=True, text=True, timeout=300)
+    if made.returncode != 0:
+        return f"cannot create a virtual environment: {made.stderr.strip()[-300:]}"
+    python = folder / "bin" / "python"
+    if requirements:
+        installed = subprocess.run([str(python), "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
+                                    *requirements], capture_output=True, text=True, timeout=1800)
+        if installed.returncode != 0:
+            failing = _failing_requirement(installed.stdout + installed.stderr, requirements)
+            tail = installed.stderr.strip().splitlines()[-1:] or [""]
+            return f"installing {failing or ' '.join(requirements)} failed: {tail[0][:300]}"
+    script = ("import importlib.metadata as m, json, platform; "
+              "d = {x.metadata['Name']: x.version for x in m.distributions()}; "
+              "d['__python__'] = platform.python_version(); print(json.dumps(d, sort_keys=True))")
+    frozen = subprocess.run([str(python), "-c", script], capture_output=True, text=True, timeout=120, cwd=folder)
+    if frozen.returncode != 0:
+        return f"cannot list the environment's packages: {frozen.stderr.strip()[-300:]}"
+    (folder / "lock.json").write_text(frozen.stdout)
+    return None
+
+
+def _failing_requirement(log: str, requirements: list[str]) -> str | None:
+    """The requirement pip names in its error, so a reject says which one broke the install."""
+    lowered = log.lower()
+    for requirement in requirements:
+        name = Requirement(requirement).name.lower()
+        for phrase in (f"no matching distribution found for {name}", f"satisfies the requirement {name}",
+                       f"failed building wheel for {name}", f"collecting {name}"):
+            if phrase in lowered and ("error" in lowered.split(phrase, 1)[1][:2000] or phrase.startswith("no")):
+                return requirement
+    return None
 
 
 def _hand_over(scratch: Path, inputs: dict[str, bytes]) -> None:

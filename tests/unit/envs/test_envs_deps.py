@@ -134,3 +134,79 @@ def test_parse_environment_yml_empty_document():
 )
 def test_parse_manifest_dispatches_on_file_name(name, text, expected):
     assert parse_manifest(name, text) == expected
+
+
+# ---------------------------------------------------------------- requirements, optional imports, resolution
+
+from trailforge.envs.deps import (  # noqa: E402
+    normalise_requirement, requirement_name, resolve_distributions, scan_imports_detailed,
+)
+
+OPTIONAL = """
+import numpy as np
+try:
+    import numba
+except ImportError:
+    numba = None
+try:
+    from tqdm import tqdm
+except (ImportError, AttributeError):
+    tqdm = list
+try:
+    import pandas  # not optional: the handler does not catch a missing module
+except KeyError:
+    pass
+from . import helpers
+from .io import read_table
+import helpers_local
+"""
+
+
+def test_optional_imports_inside_try_except_import_error_are_not_required():
+    absolute, optional, relative = scan_imports_detailed(OPTIONAL)
+    assert absolute == {"numpy", "numba", "tqdm", "pandas", "helpers_local"}
+    assert optional == {"numba", "tqdm"}
+    assert relative == {"", "io"}
+
+
+@pytest.mark.parametrize("import_name, dist", [
+    ("sklearn", "scikit-learn"), ("Bio", "biopython"), ("skimage", "scikit-image"),
+    ("cv2", "opencv-python-headless"), ("yaml", "PyYAML"), ("PIL", "Pillow"), ("bs4", "beautifulsoup4"),
+    ("umap", "umap-learn"), ("osgeo", "GDAL"), ("numpy", "numpy"),
+])
+def test_aliased_imports_map_to_their_distributions(import_name, dist):
+    assert distribution_for(import_name) == dist
+
+
+PINNED = """
+numpy==1.26.4 ; python_version < "3.12"
+pandas>=2.0,<3   # the table library
+scipy; python_version >= "3.13"
+Scikit_Learn[plots]>=1.3
+-r other-requirements.txt
+--index-url https://example.invalid/simple
+# a comment line
+not a valid requirement (x)
+"""
+
+
+def test_requirements_file_with_pins_markers_and_extras():
+    reqs = parse_requirements(PINNED)
+    assert reqs[0] == 'numpy==1.26.4 ; python_version < "3.12"'
+    assert normalise_requirement(reqs[0], "3.11.7") == "numpy==1.26.4"
+    assert normalise_requirement(reqs[0], "3.12.1") is None, "a marker that excludes this Python drops it"
+    assert normalise_requirement("Scikit_Learn[plots]>=1.3", "3.11.7") == "scikit-learn[plots]>=1.3"
+    with pytest.raises(ValueError, match="not a valid requirement"):
+        normalise_requirement("not a valid requirement (x)", "3.11.7")
+    assert requirement_name("Scikit_Learn[plots]>=1.3") == "scikit-learn"
+
+
+def test_resolution_merges_manifest_pins_with_imports_and_skips_optional_and_local():
+    absolute, optional, _ = scan_imports_detailed(OPTIONAL)
+    imports = third_party(absolute, {"helpers", "io", "helpers_local"})
+    dists, bad = resolve_distributions(parse_requirements(PINNED), imports, optional, "3.11.7")
+    assert "numpy==1.26.4" in dists and "numpy" not in dists, "the manifest pin wins over the bare import"
+    assert "pandas<3,>=2.0" in dists or "pandas>=2.0,<3" in dists
+    assert "scikit-learn[plots]>=1.3" in dists
+    assert not any(d.startswith(("numba", "tqdm", "scipy", "helpers")) for d in dists)
+    assert bad == ["not a valid requirement (x)"]

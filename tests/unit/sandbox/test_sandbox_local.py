@@ -259,3 +259,29 @@ def test_prepare_spec_hash_depends_on_packages(sandbox):
     assert empty.ready and with_pytest.ready
     assert empty.spec_hash != with_pytest.spec_hash
     assert sandbox.prepare(["pytest", "pytest"]).spec_hash == with_pytest.spec_hash
+
+
+def test_venv_per_dependency_set_is_built_once_locked_and_used(tmp_path):
+    box = LocalSandbox(timeout_s=30, environments="venv", venv_root=str(tmp_path / "venvs"))
+    env = box.prepare(["six==1.16.0"])
+    assert env.ready, env.missing
+    assert env.spec["packages"]["six"] == "1.16.0" and "trailforge" not in env.spec["packages"]
+    started = time.monotonic()
+    again = LocalSandbox(environments="venv", venv_root=str(tmp_path / "venvs")).prepare(["six==1.16.0"])
+    assert again.spec_hash == env.spec_hash and time.monotonic() - started < 2, "the second prepare reuses it"
+    result = box.run(env, RunRequest(("python", "-c", "import six, sys; print(six.__version__, sys.prefix)"), {}, 30))
+    assert result.ok, result.stderr
+    version, prefix = result.stdout.split()
+    assert version == "1.16.0" and prefix.startswith(str(tmp_path / "venvs"))
+
+
+def test_venv_install_failure_names_the_requirement(tmp_path):
+    box = LocalSandbox(environments="venv", venv_root=str(tmp_path / "venvs"))
+    env = box.prepare(["tf-no-such-distribution-xyz==1.0"])
+    assert not env.ready and "tf-no-such-distribution-xyz" in env.missing[0]
+    assert [p.name for p in (tmp_path / "venvs").iterdir()] == [], "a failed build leaves nothing to reuse"
+
+
+def test_host_environment_reports_a_pin_it_cannot_meet():
+    env = LocalSandbox().prepare(["numpy==0.0.1", "pytest"])
+    assert env.missing and "numpy==0.0.1 (the host has" in env.missing[0]
