@@ -84,7 +84,7 @@ class DockerSandboxConfig(_Strict):
                                   description="CA bundle copied into image builds (TLS-intercepting proxies)")
     index_url: str | None = Field(None, description="pip index for image builds (default: the host's PIP_INDEX_URL)")
     extra_index_urls: list[str] = Field(default_factory=list)
-    build_network: str = Field("host", description="network mode of image builds (the proxy must be reachable)")
+    build_network: str = Field("default", description="network mode of image builds (the proxy must be reachable)")
 
 
 class BudgetConfig(_Strict):

@@ -93,7 +93,7 @@ class DockerSandbox:
     def __init__(self, base_image: str = "python:3.11-slim", timeout_s: float = 20.0, max_stdout_bytes: int = 200_000,
                  max_output_file_bytes: int = 5_000_000, memory_mb: int = 2048, max_processes: int = 256,
                  cpus: float = 1.0, ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt",
-                 index_url: str | None = None, extra_index_urls: tuple[str, ...] = (), build_network: str = "host",
+                 index_url: str | None = None, extra_index_urls: tuple[str, ...] = (), build_network: str = "default",
                  client=None):
         self.base_image = base_image
         self.timeout_s = timeout_s
@@ -190,7 +190,8 @@ class DockerSandbox:
         }.items() if v}
         try:
             self.client.images.build(fileobj=_context(dockerfile, requirements, self._ca_bytes()), custom_context=True,
-                                     tag=tag, buildargs=build_args, network_mode=self.build_network, rm=True,
+                                     tag=tag, buildargs=build_args, rm=True,
+                                     network_mode=None if self.build_network == "default" else self.build_network,
                                      forcerm=True, pull=False)
         except docker.errors.BuildError as exc:
             log = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)
