@@ -186,3 +186,29 @@ def test_recipe_caps_and_operator_allow_list_are_obeyed(built, tmp_path):
     by_type = {kind: [t for t in tasks if t.task_type == kind] for kind in ("subflow", "completion", "correction")}
     assert all(len(v) <= 1 for v in by_type.values())
     assert all(t.construction["operator"] in ("sign", "log_base") for t in by_type["correction"])
+
+
+def test_the_same_tasks_verify_the_same_way_under_docker(built):
+    import os
+
+    project, root = built
+    base = os.environ.get("TRAILFORGE_BASE_IMAGE", "trailforge/python-base:bookworm")
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+        client.images.get(base)
+    except Exception as exc:
+        pytest.skip(f"no Docker engine with base image {base} ({type(exc).__name__}); run .ci/docker-setup.sh")
+    write_params(project, [str(root / "repos" / "meadow-shannon")], ["sandbox=docker", f"sandbox.base_image={base}"])
+    run_stage(project, "verify", "--tasks", "out/tasks", "--out", "out/verify-docker", cache=root / "docker-cache")
+    local = {t.task_id: t for t in read_rows(project / "out/verify/data", VerifiedTaskRow)}
+    in_docker = {t.task_id: t for t in read_rows(project / "out/verify-docker/data", VerifiedTaskRow)}
+    assert set(in_docker) == set(local), stats(project / "out/verify-docker")["reject_reasons"]
+    for task_id, task in local.items():
+        other = in_docker[task_id]
+        assert other.sandbox_spec["backend"] == "docker"
+        assert other.checks["max_rel_spread"] == task.checks["max_rel_spread"], "reference runs agree across backends"
+        assert other.checks["negative_controls"] == task.checks["negative_controls"]
+        assert other.tolerances == task.tolerances

@@ -225,7 +225,33 @@ def parse_environment_yml(text: str) -> list[str]:
     return reqs
 
 
+def parse_setup_cfg(text: str) -> list[str]:
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read_string(text)
+    raw = parser.get("options", "install_requires", fallback="")
+    return [line.strip() for line in raw.splitlines() if line.strip() and not line.strip().startswith("#")]
+
+
+def parse_setup_py(text: str) -> list[str]:
+    """``install_requires`` of a ``setup(...)`` call, when it is a literal list (setup.py is never run)."""
+    requirements: list[str] = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "setup":
+            for keyword in node.keywords:
+                if keyword.arg == "install_requires":
+                    try:
+                        value = ast.literal_eval(keyword.value)
+                    except (ValueError, SyntaxError):
+                        continue
+                    requirements.extend(str(v) for v in value if isinstance(v, str))
+    return requirements
+
+
 MANIFEST_PARSERS = {
+    "setup.cfg": parse_setup_cfg,
+    "setup.py": parse_setup_py,
     "pyproject.toml": parse_pyproject,
     "environment.yml": parse_environment_yml,
     "environment.yaml": parse_environment_yml,

@@ -82,8 +82,9 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
             task, control, workspace, expected, cfg, sandbox, env, cache, recorder, max_fields, max_table_rows)
     check_isolation(task, workspace)
     check_construction(task)
+    # The row records the environment it was verified in (backend, lock), which is what an export rebuilds.
     return VerifiedTaskRow(
-        **task.model_dump(),
+        **{**task.model_dump(), "sandbox_spec": env.spec},
         tolerances=tolerances,
         checks={
             "data_files": len(workspace),

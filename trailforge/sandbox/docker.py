@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..cache import stable_hash
 from .base import BAD_REQUEST, KILLED, NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT, PreparedEnv, RunRequest, RunResult
-from .local import SCRATCH_MARK, _read_capped, _safe_relative
+from .local import SCRATCH_MARK, _hand_over, _read_capped, _safe_relative
 
 WORKDIR = "/work"
 VENV = "/opt/venv"
@@ -219,8 +219,13 @@ class DockerSandbox:
                 target = scratch / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
-            for path in [scratch, *scratch.rglob("*")]:
-                os.chown(path, 65534, 65534) if os.geteuid() == 0 else None
+            if os.geteuid() == 0:
+                _hand_over(scratch, request.files)
+            else:
+                os.chmod(scratch, 0o777)  # the container user is nobody, whoever we are
+                for dirpath, dirnames, _ in os.walk(scratch):
+                    for name in dirnames:
+                        os.chmod(os.path.join(dirpath, name), 0o777)
             return self._execute(scratch, env, request)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)

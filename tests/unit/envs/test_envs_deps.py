@@ -210,3 +210,13 @@ def test_resolution_merges_manifest_pins_with_imports_and_skips_optional_and_loc
     assert "scikit-learn[plots]>=1.3" in dists
     assert not any(d.startswith(("numba", "tqdm", "scipy", "helpers")) for d in dists)
     assert bad == ["not a valid requirement (x)"]
+
+
+def test_setup_cfg_and_setup_py_install_requires_are_read_without_running_anything():
+    cfg = "[metadata]\nname = x\n[options]\ninstall_requires =\n    numpy>=1.24\n    # comment\n    scipy\n"
+    assert parse_manifest("setup.cfg", cfg) == ["numpy>=1.24", "scipy"]
+    setup_py = ("import os\nfrom setuptools import setup\nos.system('echo pwned')\n"
+                "setup(name='x', install_requires=['pandas>=2', 'Bio' if False else 'biopython'])\n")
+    assert parse_manifest("setup.py", setup_py) == []  # not a literal list: not guessed
+    literal = "from setuptools import setup\nsetup(name='x', install_requires=['pandas>=2', 'biopython'])\n"
+    assert parse_manifest("setup.py", literal) == ["pandas>=2", "biopython"]

@@ -217,3 +217,11 @@ def test_background_processes_do_not_outlive_the_run(backend):
     while _alive_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive_with(marker)
+
+
+def test_input_files_cannot_be_altered(backend):
+    if not _strict(backend):
+        pytest.xfail("local backend without namespaces: inputs are plain files of the calling user")
+    result = run(backend, "open('data/in.csv', 'a').write('tampered')\n", {"data/in.csv": b"a\n"})
+    assert result.reason == "nonzero_exit" and "Permission denied" in result.stderr
+    assert result.files == {}
