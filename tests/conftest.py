@@ -58,3 +58,31 @@ def project(tmp_path: Path) -> Path:
     folder = tmp_path / "project"
     folder.mkdir()
     return folder
+
+
+def alive_with(marker: str) -> bool:
+    """Whether any process on the host has ``marker`` on its command line (pids differ inside a PID namespace)."""
+    for proc in Path("/proc").iterdir():
+        try:
+            if marker.encode() in (proc / "cmdline").read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
+
+
+DOCKER_BASE_IMAGE = os.environ.get("TRAILFORGE_BASE_IMAGE", "trailforge/python-base:bookworm")
+
+
+def docker_client_or_skip():
+    """A Docker client with the base image present, or a skip that says what is missing."""
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+        client.images.get(DOCKER_BASE_IMAGE)
+    except Exception as exc:
+        pytest.skip(f"no Docker engine with base image {DOCKER_BASE_IMAGE} ({type(exc).__name__}); "
+                    "run .ci/docker-setup.sh to test sandbox=docker")
+    return client

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import make_repo, run_stage, stats, write_params
+from conftest import DOCKER_BASE_IMAGE, docker_client_or_skip, make_repo, run_stage, stats, write_params
 from trailforge.envs.answers import extract_answer
 from trailforge.io import TaskRow, VerifiedTaskRow, read_rows
 
@@ -189,18 +189,9 @@ def test_recipe_caps_and_operator_allow_list_are_obeyed(built, tmp_path):
 
 
 def test_the_same_tasks_verify_the_same_way_under_docker(built):
-    import os
-
     project, root = built
-    base = os.environ.get("TRAILFORGE_BASE_IMAGE", "trailforge/python-base:bookworm")
-    try:
-        import docker
-
-        client = docker.from_env()
-        client.ping()
-        client.images.get(base)
-    except Exception as exc:
-        pytest.skip(f"no Docker engine with base image {base} ({type(exc).__name__}); run .ci/docker-setup.sh")
+    docker_client_or_skip()
+    base = DOCKER_BASE_IMAGE
     write_params(project, [str(root / "repos" / "meadow-shannon")], ["sandbox=docker", f"sandbox.base_image={base}"])
     run_stage(project, "verify", "--tasks", "out/tasks", "--out", "out/verify-docker", cache=root / "docker-cache")
     local = {t.task_id: t for t in read_rows(project / "out/verify/data", VerifiedTaskRow)}

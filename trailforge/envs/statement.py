@@ -63,14 +63,7 @@ def _clean(text: str, limit: int = 40) -> str:
 def operations(source: str) -> list[str]:
     """Library calls in order of first appearance, with import aliases resolved."""
     module = ast.parse(source)
-    aliases = {}
-    for node in ast.walk(module):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                aliases[alias.asname or alias.name] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    aliases = import_aliases(module)
     # In a chain such as df.groupby(...).mean() both calls start at the same place; the inner one
     # (shorter) runs first.
     calls = sorted((n for n in ast.walk(module) if isinstance(n, ast.Call)),
@@ -81,6 +74,19 @@ def operations(source: str) -> list[str]:
         if name and name.split(".")[-1] not in _BORING_CALLS and name not in seen:
             seen.append(name)
     return seen[:30]
+
+
+def import_aliases(module: ast.Module) -> dict[str, str]:
+    """Local name -> what it was imported as (``np`` -> ``numpy``, ``lr`` -> ``scipy.stats.linregress``)."""
+    aliases = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return aliases
 
 
 def _call_name(func, aliases) -> str | None:

@@ -32,7 +32,7 @@ import builtins
 
 import networkx as nx
 
-from .statement import _call_name
+from .statement import _call_name, import_aliases
 
 MODULE_SCOPE = 0
 PLAN_FILE = ".tf_plan.json"  # read by sandbox/trace_runner.py
@@ -200,18 +200,6 @@ def _is_effect(node: ast.stmt, calls: list[str]) -> bool:
         return False
     last = [c.split(".")[-1] for c in calls if c != "arithmetic"]
     return bool(last) and last[0] not in OUTPUT_CALLS
-
-
-def import_aliases(module: ast.Module) -> dict[str, str]:
-    aliases = {}
-    for node in ast.walk(module):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                aliases[alias.asname or alias.name] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return aliases
 
 
 def _first_line(node) -> int:

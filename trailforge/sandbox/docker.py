@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..cache import stable_hash
 from .base import BAD_REQUEST, KILLED, NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT, PreparedEnv, RunRequest, RunResult
-from .local import SCRATCH_MARK, _hand_over, _read_capped, _safe_relative
+from .local import SCRATCH_MARK, _failing_requirement, _hand_over, _read_capped, _safe_relative, collect_outputs
 
 WORKDIR = "/work"
 VENV = "/opt/venv"
@@ -284,37 +284,10 @@ class DockerSandbox:
             reason = OUTPUT_LIMIT
         else:
             reason = NONZERO_EXIT
-        files, oversized = _collect(scratch, request.files, self.max_output_file_bytes)
+        files, oversized = collect_outputs(scratch, request.files, self.max_output_file_bytes,
+                                           skip=(STDOUT_FILE, STDERR_FILE))
         return RunResult(exit_code=code, reason=reason, stdout=stdout, stderr=stderr, stdout_truncated=truncated,
                          files=files, oversized_files=oversized, duration_s=round(duration, 4))
-
-
-def _collect(scratch: Path, inputs: dict[str, bytes], limit: int) -> tuple[dict[str, bytes], list[str]]:
-    files, oversized = {}, []
-    for dirpath, dirnames, filenames in os.walk(scratch, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in ("__pycache__", ".tmp"))
-        for name in sorted(filenames):
-            full = Path(dirpath) / name
-            rel = full.relative_to(scratch).as_posix()
-            if rel in (STDOUT_FILE, STDERR_FILE) or full.is_symlink() or not full.is_file():
-                continue
-            if full.stat().st_size > limit:
-                oversized.append(rel)
-                continue
-            data = full.read_bytes()
-            if inputs.get(rel) != data:
-                files[rel] = data
-    return files, oversized
-
-
-def _failing_requirement(log: str, requirements: list[str]) -> str | None:
-    lowered = log.lower()
-    for requirement in requirements:
-        name = requirement.split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip().lower()
-        if name and (f"matching distribution found for {name}" in lowered or f"for {name}" in lowered
-                     and "error" in lowered):
-            return requirement
-    return None
 
 
 def _failed(reason: str, message: str) -> RunResult:

@@ -342,24 +342,27 @@ class LocalSandbox:
         return "[Errno 27] File too large" in stderr or max(sizes) >= self.max_output_file_bytes
 
     def _collect(self, scratch: Path, inputs: dict[str, bytes]) -> tuple[dict[str, bytes], list[str]]:
-        """Files the program created or changed (symlinks are never followed)."""
-        files, oversized = {}, []
-        for dirpath, dirnames, filenames in os.walk(scratch, followlinks=False):
-            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_OUTPUT_PARTS)
-            for name in sorted(filenames):
-                full = Path(dirpath) / name
-                rel = full.relative_to(scratch).as_posix()
-                if full.is_symlink() or not full.is_file():
-                    continue
-                size = full.stat().st_size
-                if size > self.max_output_file_bytes:
-                    oversized.append(rel)
-                    continue
-                data = full.read_bytes()
-                if inputs.get(rel) == data:
-                    continue
+        return collect_outputs(scratch, inputs, self.max_output_file_bytes)
+
+
+def collect_outputs(scratch: Path, inputs: dict[str, bytes], limit: int,
+                    skip: tuple[str, ...] = ()) -> tuple[dict[str, bytes], list[str]]:
+    """Files the program created or changed (symlinks are never followed; oversized ones only named)."""
+    files, oversized = {}, []
+    for dirpath, dirnames, filenames in os.walk(scratch, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_OUTPUT_PARTS)
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            rel = full.relative_to(scratch).as_posix()
+            if rel in skip or full.is_symlink() or not full.is_file():
+                continue
+            if full.stat().st_size > limit:
+                oversized.append(rel)
+                continue
+            data = full.read_bytes()
+            if inputs.get(rel) != data:
                 files[rel] = data
-        return files, oversized
+    return files, oversized
 
 
 def _build_venv(folder: Path, requirements: list[str]) -> str | None:

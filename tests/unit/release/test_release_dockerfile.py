@@ -5,12 +5,10 @@ import io
 import os
 import tarfile
 
-import pytest
-
+from conftest import DOCKER_BASE_IMAGE, docker_client_or_skip
 from trailforge.io import AnswerField, FileEntry, VerifiedTaskRow
 from trailforge.release.export import environment_dockerfile, locked_requirements
 
-BASE_IMAGE = os.environ.get("TRAILFORGE_BASE_IMAGE", "trailforge/python-base:bookworm")
 
 
 def _task(packages: dict[str, str], python: str = "3.11.7") -> VerifiedTaskRow:
@@ -38,14 +36,7 @@ def test_dockerfile_uses_the_verified_python_and_ships_the_workspace():
 
 
 def test_exported_dockerfile_builds_and_runs(tmp_path):
-    try:
-        import docker
-
-        client = docker.from_env()
-        client.ping()
-        client.images.get(BASE_IMAGE)
-    except Exception as exc:
-        pytest.skip(f"no Docker engine with base image {BASE_IMAGE} ({type(exc).__name__}); run .ci/docker-setup.sh")
+    client = docker_client_or_skip()
     task = _task({"six": "1.16.0"})
     requirements = locked_requirements(task)
     files = {
@@ -64,7 +55,7 @@ def test_exported_dockerfile_builds_and_runs(tmp_path):
             tar.addfile(info, io.BytesIO(data))
     context.seek(0)
     image, _ = client.images.build(fileobj=context, custom_context=True, tag="trailforge/test-export:latest",
-                                   buildargs={"BASE_IMAGE": BASE_IMAGE}, rm=True, forcerm=True, network_mode="host")
+                                   buildargs={"BASE_IMAGE": DOCKER_BASE_IMAGE}, rm=True, forcerm=True, network_mode="host")
     probe = "import six; print(six.__version__, open('data/obs.csv').read().strip())"
     output = client.containers.run(image.id, ["python", "-c", probe], remove=True, network_mode="none")
     assert output.decode().split() == ["1.16.0", "a,b"]

@@ -6,30 +6,21 @@ Skipped, with the reason, only when no Docker engine is reachable or the base im
 from __future__ import annotations
 
 import math
-import os
 import time
 
 import pytest
 
-from conftest import PROJECT_ROOT
+from conftest import DOCKER_BASE_IMAGE, PROJECT_ROOT, docker_client_or_skip
 from trailforge.envs.answers import extract_answer
 from trailforge.sandbox import DockerSandbox, LocalSandbox, RunRequest
 from trailforge.sandbox.docker import render_dockerfile
 
-BASE_IMAGE = os.environ.get("TRAILFORGE_BASE_IMAGE", "trailforge/python-base:bookworm")
 
 
 @pytest.fixture(scope="module")
 def docker_box():
-    try:
-        import docker
-
-        client = docker.from_env()
-        client.ping()
-        client.images.get(BASE_IMAGE)
-    except Exception as exc:
-        pytest.skip(f"no Docker engine with base image {BASE_IMAGE} ({type(exc).__name__}); run .ci/docker-setup.sh")
-    return DockerSandbox(base_image=BASE_IMAGE, timeout_s=60)
+    docker_client_or_skip()
+    return DockerSandbox(base_image=DOCKER_BASE_IMAGE, timeout_s=60)
 
 
 def test_dockerfile_pins_the_base_and_installs_into_a_venv_as_non_root():
@@ -44,7 +35,7 @@ def test_image_per_dependency_set_is_built_once_with_a_lock(docker_box):
     assert env.ready, env.spec.get("error")
     assert env.spec["packages"]["six"] == "1.16.0"
     assert env.spec["python"].startswith("3.")
-    again = DockerSandbox(base_image=BASE_IMAGE)  # a new process would start like this
+    again = DockerSandbox(base_image=DOCKER_BASE_IMAGE)  # a new process would start like this
     started = time.monotonic()
     same = again.prepare(["six==1.16.0"])
     assert same.spec_hash == env.spec_hash and time.monotonic() - started < 30

@@ -5,7 +5,6 @@ is unchanged), end with a reason code, and leave the next run unaffected.
 """
 from __future__ import annotations
 
-import os
 import socket
 import threading
 import time
@@ -13,26 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import DOCKER_BASE_IMAGE, alive_with, docker_client_or_skip
 from trailforge.sandbox import DockerSandbox, LocalSandbox, RunRequest
 
-BASE_IMAGE = os.environ.get("TRAILFORGE_BASE_IMAGE", "trailforge/python-base:bookworm")
 SECRET = "tf-battery-secret-9f8e7d"
-
-
-def _docker_or_skip():
-    try:
-        import docker
-
-        client = docker.from_env()
-        client.ping()
-    except Exception as exc:
-        pytest.skip(f"no Docker engine reachable ({type(exc).__name__}); run .ci/docker-setup.sh to test sandbox=docker")
-    try:
-        client.images.get(BASE_IMAGE)
-    except Exception:
-        pytest.skip(f"Docker engine reachable but base image {BASE_IMAGE} is missing; run .ci/docker-setup.sh")
-    return DockerSandbox(base_image=BASE_IMAGE, timeout_s=20, max_stdout_bytes=20_000, max_output_file_bytes=2_000_000,
-                         memory_mb=256, max_processes=64)
 
 
 @pytest.fixture(scope="module", params=["local", "docker"])
@@ -41,7 +24,9 @@ def backend(request):
         box = LocalSandbox(timeout_s=20, max_stdout_bytes=20_000, max_output_file_bytes=2_000_000, memory_mb=512,
                            max_processes=64)
     else:
-        box = _docker_or_skip()
+        docker_client_or_skip()
+        box = DockerSandbox(base_image=DOCKER_BASE_IMAGE, timeout_s=20, max_stdout_bytes=20_000,
+                            max_output_file_bytes=2_000_000, memory_mb=256, max_processes=64)
     return box, box.prepare([])
 
 
@@ -196,16 +181,6 @@ def test_output_flood_is_capped(backend):
     assert len(result.stdout) <= 20_000 and result.stdout_truncated
 
 
-def _alive_with(marker: str) -> bool:
-    for proc in Path("/proc").iterdir():
-        try:
-            if marker.encode() in (proc / "cmdline").read_bytes():
-                return True
-        except OSError:
-            continue
-    return False
-
-
 def test_background_processes_do_not_outlive_the_run(backend):
     marker = f"tf-battery-bg-{time.monotonic_ns()}"
     escape = ", start_new_session=True" if _strict(backend) else ""
@@ -214,9 +189,9 @@ def test_background_processes_do_not_outlive_the_run(backend):
     result = run(backend, code)
     assert result.ok, result.stderr
     deadline = time.monotonic() + 10
-    while _alive_with(marker) and time.monotonic() < deadline:
+    while alive_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _alive_with(marker)
+    assert not alive_with(marker)
 
 
 def test_input_files_cannot_be_altered(backend):

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import trailforge.sandbox.local as local_module
+from conftest import alive_with
 from trailforge.sandbox import LocalSandbox, RunRequest, SandboxUnavailable
 
 
@@ -156,22 +157,11 @@ def test_file_path_outside_scratch_is_bad_request(sandbox, env, bad_path, tmp_pa
     assert result.stdout == ""
 
 
-def _alive_with(marker: str) -> bool:
-    """Whether any process on the host has ``marker`` on its command line (pids differ inside a PID namespace)."""
-    for proc in Path("/proc").iterdir():
-        try:
-            if marker.encode() in (proc / "cmdline").read_bytes():
-                return True
-        except OSError:
-            continue
-    return False
-
-
 def _wait_gone(marker: str) -> bool:
     deadline = time.monotonic() + 10
-    while _alive_with(marker) and time.monotonic() < deadline:
+    while alive_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not _alive_with(marker)
+    return not alive_with(marker)
 
 
 def test_background_process_is_killed_after_run(sandbox, env):
