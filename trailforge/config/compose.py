@@ -100,15 +100,16 @@ def format_validation_error(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
         # A discriminated union (sandbox: local | docker) adds the chosen option to the path; users never write it.
-        raw = tuple(p for i, p in enumerate(err["loc"]) if not (i == 1 and err["loc"][0] == "sandbox"))
+        union = err["loc"][:1] and err["loc"][0] in _DISCRIMINATORS and len(err["loc"]) > 1
+        raw = tuple(p for i, p in enumerate(err["loc"]) if not (union and i == 1))
         loc = [str(p) for p in raw]
         key = ".".join(loc) or "<root>"
         if err["type"] == "extra_forbidden":
-            allowed = _allowed_keys(raw[:-1], err["loc"][1] if err["loc"][0] == "sandbox" and len(err["loc"]) > 1
-                                    else None)
+            allowed = _allowed_keys(raw[:-1], err["loc"][1] if union else None)
             lines.append(f"{key}: unknown key; allowed keys here: {', '.join(allowed)}")
         else:
-            shown = repr(err.get("input"))
+            # A whole mapping may hold a secret someone put in by mistake: show only scalars.
+            shown = repr(err.get("input")) if not isinstance(err.get("input"), dict) else "a mapping"
             if len(shown) > 80:
                 shown = shown[:77] + "..."
             lines.append(f"{key}: {err['msg']} (got {shown})")
@@ -122,9 +123,12 @@ def _allowed_keys(loc: tuple, option: str | None = None) -> list[str]:
             continue
         field = model.model_fields.get(part)
         if field is None:
-            return []
+            continue  # a key of a mapping (llm.roles.judge): the model stays the mapping's value type
         model = _model_in(field.annotation, option)
     return sorted(model.model_fields) if model else []
+
+
+_DISCRIMINATORS = {"sandbox": "backend", "llm": "provider"}
 
 
 def _model_in(annotation: Any, option: str | None = None) -> type[BaseModel] | None:
@@ -132,8 +136,9 @@ def _model_in(annotation: Any, option: str | None = None) -> type[BaseModel] | N
         return annotation
     models = [m for m in (_model_in(arg) for arg in typing.get_args(annotation)) if m]
     for model in models:
-        tag = model.model_fields.get("backend")
-        if option is None or tag is None or tag.default == option:
+        tag = next((model.model_fields[f] for f in _DISCRIMINATORS.values() if f in model.model_fields), None)
+        allowed = typing.get_args(tag.annotation) if tag is not None else ()
+        if option is None or tag is None or option in allowed or tag.default == option:
             return model
     return None
 

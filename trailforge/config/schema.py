@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class _Strict(BaseModel):
@@ -88,6 +88,9 @@ class DockerSandboxConfig(_Strict):
 
 
 class BudgetConfig(_Strict):
+    max_llm_calls: int | None = Field(None, ge=0, description="model calls per stage (cached replies are free)")
+    max_llm_tokens: int | None = Field(None, ge=0)
+    max_llm_cost_usd: float | None = Field(None, ge=0)
     max_repos: int = Field(100, ge=1)
     max_seeds_per_repo: int = Field(10, ge=1)
     max_file_bytes: int = Field(5_000_000, ge=1)
@@ -156,6 +159,39 @@ class NoLLMConfig(_Strict):
     provider: Literal["none"] = "none"
 
 
+class LLMRoleConfig(_Strict):
+    """Overrides for one role (generator, validator, judge); unset keys inherit from the group."""
+
+    model: str | None = None
+    temperature: float | None = Field(None, ge=0)
+    max_tokens: int | None = Field(None, ge=1)
+
+
+class LLMConfig(_Strict):
+    """A model endpoint reached through litellm. Keys come from the environment only (``api_key_env``)."""
+
+    provider: Literal["openai", "deepseek", "vllm", "ollama"]
+    model: str = Field(description="litellm model name, e.g. openai/gpt-4o-mini or openai/Qwen2.5-7B on vllm")
+    api_base: str | None = Field(None, description="OpenAI-compatible base URL (vllm, ollama, a proxy)")
+    api_key_env: str | None = Field(None, description="name of the environment variable that holds the key")
+    temperature: float = Field(0.0, ge=0)
+    max_tokens: int = Field(1024, ge=1)
+    timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    backoff_s: float = Field(1.0, ge=0)
+    max_reasks: int = Field(2, ge=0, description="re-asks with the validation error when structured output is invalid")
+    max_concurrency: int = Field(4, ge=1)
+    roles: dict[Literal["generator", "validator", "judge"], LLMRoleConfig] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_keys_in_config(cls, data):
+        if isinstance(data, dict) and any(k in data for k in ("api_key", "key", "token")):
+            raise ValueError("API keys never go in a config file: put the key in an environment variable and "
+                             "name it in llm.api_key_env")
+        return data
+
+
 class TrailforgeConfig(_Strict):
     """The whole composed recipe, as written to ``params.yaml``."""
 
@@ -168,7 +204,7 @@ class TrailforgeConfig(_Strict):
     verifier: VerifierConfig
     executor: LocalExecutorConfig
     publish: PublishConfig
-    llm: NoLLMConfig
+    llm: NoLLMConfig | LLMConfig = Field(discriminator="provider")
     seed: int = Field(0, description="seeds every deterministic choice (which targets, holes and mutants)")
 
 
