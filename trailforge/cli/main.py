@@ -19,7 +19,7 @@ from pathlib import Path
 from ..config import ConfigError, compose, validate, write_params
 from ..config.compose import list_groups, list_recipes, point_dvc_at_recipe, project_root
 
-STAGE_ORDER = ["discover", "snapshot", "seeds", "workflows", "tasks", "verify", "release"]
+STAGE_ORDER = ["discover", "snapshot", "seeds", "workflows", "tasks", "statements", "verify", "release"]
 
 
 def _split(args: list[str]) -> tuple[str, list[str]]:

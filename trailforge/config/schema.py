@@ -138,6 +138,8 @@ class TasksConfig(_Strict):
 
     types: list[Literal["reproduction", "subflow", "completion", "correction"]] = Field(
         ["reproduction", "subflow", "completion", "correction"], min_length=1)
+    statements: Literal["deterministic", "model"] = Field(
+        "deterministic", description="model: a model rewrites each statement (checked; needs llm != none)")
     subflow: SubflowConfig = SubflowConfig()
     completion: CompletionConfig = CompletionConfig()
     correction: CorrectionConfig = CorrectionConfig()

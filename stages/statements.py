@@ -1,0 +1,48 @@
+"""Stage statements: with tasks.statements=model, a model rewrites each statement; checked rewrites replace it."""
+from pathlib import Path
+
+from trailforge.cache import ContentCache, cache_dir_from_env
+from trailforge.envs.rewrite import rewrite_statement
+from trailforge.executor import build_executor
+from trailforge.io import StageRecorder, TaskRow, read_rows
+from trailforge.io.stage import params_or_exit, print_summary, stage_args, timed
+from trailforge.llm import BudgetExhausted, ModelRequired, build_llm, require_model
+
+
+def main() -> None:
+    args = stage_args(__doc__, inputs=["tasks"])
+    cfg = params_or_exit(args.params)
+    recorder = StageRecorder("statements")
+    tasks = read_rows(Path(args.tasks) / "data", TaskRow)
+    if cfg.tasks.statements == "deterministic":
+        recorder.count("statements_deterministic", len(tasks))
+        print_summary(recorder.write(tasks, TaskRow, Path(args.out)))
+        return
+    try:
+        require_model(cfg, "tasks.statements=model")
+    except ModelRequired as exc:
+        raise SystemExit(f"error: {exc}") from None
+    llm = build_llm(cfg, ContentCache(cache_dir_from_env()))
+    executor = build_executor(cfg.executor)
+    done: dict[str, TaskRow] = {}
+
+    def one(task: TaskRow) -> None:
+        try:
+            done[task.task_id] = rewrite_statement(task, llm, recorder)
+        except BudgetExhausted as exc:
+            recorder.count("statements_left_by_budget")
+            recorder.figures["budget"] = exc.message
+
+    with timed(recorder.figures):
+        executor.map(one, tasks)
+    rows = [done.get(t.task_id, t) for t in tasks]  # past the budget a task keeps its deterministic statement
+    recorder.figures["llm"] = llm.usage.as_dict()
+    left = recorder.counters.get("statements_left_by_budget", 0)
+    if left:
+        print(f"budget exhausted ({recorder.figures['budget']}): {left} of {len(tasks)} statements were not "
+              "rewritten and keep their deterministic text; raise the budget and re-run to finish them")
+    print_summary(recorder.write(rows, TaskRow, Path(args.out)))
+
+
+if __name__ == "__main__":
+    main()
