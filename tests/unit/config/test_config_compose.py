@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from conftest import PROJECT_ROOT
 from trailforge.config.compose import (
     ConfigError,
     compose,
@@ -19,7 +20,7 @@ from trailforge.config.compose import (
 )
 from trailforge.config.schema import GROUPS, RepoEntry, TrailforgeConfig
 
-ROOT = project_root(Path("/work/main"))
+ROOT = project_root(PROJECT_ROOT)  # this checkout, wherever it lives
 RECIPES = list_recipes(ROOT)
 
 
