@@ -107,6 +107,9 @@ class VerifierConfig(_Strict):
     max_rel_spread: float = Field(0.05, ge=0, description="beyond this spread a field is not reproducible")
     min_wrong_rejected: int = Field(2, ge=1)
     eval_timeout_s: float = Field(30.0, gt=0)
+    review: bool = Field(False, description="a validator model reviews every task (needs llm != none)")
+    min_review_score: int = Field(4, ge=1, le=5, description="accept iff the review scores at least this")
+    max_repair_rounds: int = Field(3, ge=0, description="statement revisions after a repairable review")
 
 
 class SubflowConfig(_Strict):
