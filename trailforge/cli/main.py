@@ -7,6 +7,7 @@
   trailforge report [--outputs DIR]              accepted / rejected counts and reasons per stage
   trailforge recheck [DIR]                       re-run every exported environment's controls from its folder
   trailforge graph SEED_ID [--format svg|dot|json]  print a seed program's workflow graph (picture, Graphviz, node-link)
+  trailforge audit [--size N] [--min-per-stratum K]  a stratified, blinded review sheet of verified environments
 """
 from __future__ import annotations
 
@@ -113,6 +114,16 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 2
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from ..io import VerifiedTaskRow, read_rows
+    from ..release.audit import write_audit
+
+    tasks = read_rows(Path(args.verified) / "data", VerifiedTaskRow)
+    summary = write_audit(tasks, Path(args.out), args.size, args.min_per_stratum, args.seed)
+    print(json.dumps(summary, indent=2, sort_keys=True))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trailforge", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -140,6 +151,13 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--format", choices=["svg", "dot", "json"], default="svg")
     graph.add_argument("--workflows", default="outputs/workflows")
     graph.set_defaults(func=cmd_graph)
+    audit = sub.add_parser("audit", help="write a stratified, blinded audit sheet")
+    audit.add_argument("--verified", default="outputs/verify")
+    audit.add_argument("--out", default="outputs/audit")
+    audit.add_argument("--size", type=int, default=60)
+    audit.add_argument("--min-per-stratum", type=int, default=2)
+    audit.add_argument("--seed", type=int, default=0)
+    audit.set_defaults(func=cmd_audit)
     return parser
 
 
