@@ -86,3 +86,16 @@ def docker_client_or_skip():
         pytest.skip(f"no Docker engine with base image {DOCKER_BASE_IMAGE} ({type(exc).__name__}); "
                     "run .ci/docker-setup.sh to test sandbox=docker")
     return client
+
+
+def build_to_tasks(root: Path, name: str, files: dict[str, str], overrides: list[str]) -> tuple[Path, Path]:
+    """A project with one small repository run from discover through tasks; returns (project, repo)."""
+    project = root / "project"
+    project.mkdir()
+    repo = make_repo(root / "repos" / name, files)
+    write_params(project, [str(repo)], overrides)
+    for stage, args in [("discover", []), ("snapshot", ["--repos", "out/discover"]),
+                        ("seeds", ["--snapshots", "out/snapshot"]), ("workflows", ["--seeds", "out/seeds"]),
+                        ("tasks", ["--seeds", "out/seeds", "--workflows", "out/workflows"])]:
+        run_stage(project, stage, *args, "--out", f"out/{stage}")
+    return project, repo

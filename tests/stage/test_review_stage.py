@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import make_repo, run_stage, stats, write_params
+from conftest import build_to_tasks, run_stage, stats, write_params
 from trailforge.io import TaskRow, VerifiedTaskRow, read_rejects, read_rows
 from trailforge.testing.openai_server import FakeOpenAIServer
 
@@ -40,17 +40,10 @@ def scripted(reviewer: str):
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("review")
-    project = root / "project"
-    project.mkdir()
-    repo = make_repo(root / "repos" / "meadow-dominance", {
+    project, repo = build_to_tasks(root, "meadow-dominance", {
         "README.md": "Species abundance survey of meadow habitat biodiversity.\n",
         "analysis.py": ANALYSIS, "data/obs.csv": "species,count\na,5\nb,3\nc,4\n",
-    })
-    write_params(project, [str(repo)], ["tasks.types=[reproduction]"])
-    for stage, args in [("discover", []), ("snapshot", ["--repos", "out/discover"]),
-                        ("seeds", ["--snapshots", "out/snapshot"]), ("workflows", ["--seeds", "out/seeds"]),
-                        ("tasks", ["--seeds", "out/seeds", "--workflows", "out/workflows"])]:
-        run_stage(project, stage, *args, "--out", f"out/{stage}")
+    }, ["tasks.types=[reproduction]"])
     return project, repo, root
 
 
