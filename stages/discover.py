@@ -1,9 +1,12 @@
-"""Stage discover: list the recipe's repositories and keep those that fit the domain."""
+"""Stage discover: list the recipe's repositories (or search GitHub for them) and keep those that fit the domain."""
 from pathlib import Path
 
+from trailforge.cache import ContentCache, cache_dir_from_env
 from trailforge.envs.discover import discover
+from trailforge.envs.github import GitHubClient, GitHubError, search_candidates
 from trailforge.io import RepoRow, StageRecorder
 from trailforge.io.stage import params_or_exit, print_summary, stage_args, timed
+from trailforge.llm import ModelRequired, build_llm, require_model
 
 
 def main() -> None:
@@ -11,7 +14,23 @@ def main() -> None:
     cfg = params_or_exit(args.params)
     recorder = StageRecorder("discover")
     with timed(recorder.figures):
-        rows = discover(cfg.source.repos, cfg.domain, Path.cwd(), cfg.budget.max_repos, recorder)
+        if cfg.source.kind == "github":
+            cache = ContentCache(cache_dir_from_env())
+            llm = None
+            if cfg.source.expand_keywords:
+                try:
+                    require_model(cfg, "source.expand_keywords=true")
+                except ModelRequired as exc:
+                    raise SystemExit(f"error: {exc}") from None
+                llm = build_llm(cfg, cache)
+            client = GitHubClient(cfg.source.api_url, cache, cfg.source.token_env, cfg.source.max_rate_limit_wait_s)
+            try:
+                entries = search_candidates(cfg.source, cfg.domain, client, llm, cfg.budget.max_repos, recorder)
+            except GitHubError as exc:
+                raise SystemExit(f"error: GitHub search failed: {exc}") from None
+        else:
+            entries = cfg.source.repos
+        rows = discover(entries, cfg.domain, Path.cwd(), cfg.budget.max_repos, recorder)
     print_summary(recorder.write(rows, RepoRow, Path(args.out)))
 
 

@@ -30,7 +30,8 @@ def write_params(project: Path, repos: list[str], overrides: list[str] | None = 
     from trailforge.config import compose, validate, write_params as write
 
     data = compose("tiny", overrides or [], root=PROJECT_ROOT)
-    data["source"]["repos"] = [{"path": r} for r in repos]
+    if data["source"].get("kind", "local") == "local":
+        data["source"]["repos"] = [{"path": r} for r in repos]
     validate(data)
     write(data, project / "params.yaml")
     return data

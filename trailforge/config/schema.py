@@ -32,6 +32,21 @@ class LocalSourceConfig(_Strict):
     repos: list[RepoEntry] = Field(min_length=1)
 
 
+class GitHubSourceConfig(_Strict):
+    """Repositories found through the GitHub search API from the domain's keyword pools."""
+
+    kind: Literal["github"] = "github"
+    api_url: str = "https://api.github.com"
+    token_env: str | None = Field("GITHUB_TOKEN", description="environment variable holding the token")
+    min_stars: int = Field(20, ge=0)
+    min_keyword_hits: int = Field(5, ge=0, description="fewer repositories than this: the keyword is too rare")
+    max_keyword_hits: int = Field(50_000, ge=1, description="more than this: the keyword is too generic")
+    keywords_per_discipline: int = Field(20, ge=1)
+    repos_per_keyword: int = Field(30, ge=1)
+    expand_keywords: bool = Field(False, description="a model adds software, formats, databases, pipelines")
+    max_rate_limit_wait_s: float = Field(60.0, ge=0)
+
+
 class RepoFilters(_Strict):
     require_data: bool = True
     require_paper: bool = False
@@ -201,7 +216,7 @@ class TrailforgeConfig(_Strict):
     """The whole composed recipe, as written to ``params.yaml``."""
 
     recipe: str
-    source: LocalSourceConfig
+    source: LocalSourceConfig | GitHubSourceConfig = Field(discriminator="kind")
     domain: DomainConfig
     sandbox: LocalSandboxConfig | DockerSandboxConfig = Field(discriminator="backend")
     budget: BudgetConfig
