@@ -1,11 +1,14 @@
 """Stage seeds: run candidate entry scripts in the sandbox; keep those that read data and produce results."""
+import shutil
 from pathlib import Path
 
 from trailforge.cache import ContentCache, cache_dir_from_env
+from trailforge.envs.seed_model import consolidate_seed, judge_seed
 from trailforge.envs.seeds import find_candidates, run_candidate, unusable_files
 from trailforge.executor import build_executor
 from trailforge.io import SeedRow, SnapshotRow, StageRecorder, read_rejects, read_rows
 from trailforge.io.stage import params_or_exit, print_summary, stage_args, timed
+from trailforge.llm import BudgetExhausted, ModelRequired, build_llm, require_model
 from trailforge.sandbox import build_sandbox
 
 
@@ -16,13 +19,46 @@ def main() -> None:
     snapshots = read_rows(Path(args.snapshots) / "data", SnapshotRow)
     unusable = unusable_files(read_rejects(Path(args.snapshots) / "rejects.parquet"))
     sandbox, executor, cache = build_sandbox(cfg.sandbox), build_executor(cfg.executor), ContentCache(cache_dir_from_env())
+    trees = Path(args.out) / "trees"  # consolidated single-file seeds live here (a DVC out, empty otherwise)
+    shutil.rmtree(trees, ignore_errors=True)
+    trees.mkdir(parents=True)
     with timed(recorder.figures):
         candidates = [c for snap in snapshots
                       for c in find_candidates(snap, unusable, cfg.budget.max_seeds_per_repo, recorder)]
         recorder.count("candidates", len(candidates))
         rows = executor.map(lambda c: run_candidate(c, sandbox, cache, cfg.sandbox.timeout_s, recorder), candidates)
+        rows = [r for r in rows if r is not None]
+        model_steps = cfg.tasks.seeds
+        if model_steps.judge or model_steps.consolidate:
+            rows = _with_model(rows, cfg, sandbox, cache, executor, recorder, trees)
     recorder.figures["cache"] = cache.stats.as_dict()
-    print_summary(recorder.write([r for r in rows if r is not None], SeedRow, Path(args.out)))
+    print_summary(recorder.write(rows, SeedRow, Path(args.out)))
+
+
+def _with_model(rows, cfg, sandbox, cache, executor, recorder, trees):
+    """Judge and consolidate seeds with the recipe's model; a run out of budget keeps seeds as they ran."""
+    try:
+        require_model(cfg, "tasks.seeds.judge / tasks.seeds.consolidate")
+    except ModelRequired as exc:
+        raise SystemExit(f"error: {exc}") from None
+    llm = build_llm(cfg, cache)
+    steps = cfg.tasks.seeds
+
+    def one(seed):
+        try:
+            if steps.judge and not judge_seed(seed, llm, recorder):
+                return None
+            if steps.consolidate:
+                return consolidate_seed(seed, llm, sandbox, cache, recorder, trees, cfg.budget.max_answer_fields,
+                                        cfg.budget.max_table_rows)
+        except BudgetExhausted as exc:
+            recorder.count("seeds_left_by_budget")
+            recorder.figures["budget"] = exc.message
+        return seed
+
+    kept = [r for r in executor.map(one, rows) if r is not None]
+    recorder.figures["llm"] = llm.usage.as_dict()
+    return kept
 
 
 if __name__ == "__main__":

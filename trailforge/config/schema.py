@@ -151,9 +151,15 @@ class CorrectionConfig(_Strict):
                 raise ValueError(f"operators names unknown mutation operators {unknown}; known: {list(OPERATORS)}")
 
 
+class SeedModelConfig(_Strict):
+    judge: bool = Field(False, description="a model judges whether each seed is a complete analysis")
+    consolidate: bool = Field(False, description="a model folds multi-file seeds into one script (checked by a run)")
+
+
 class TasksConfig(_Strict):
     """Which task types to derive from each seed program, how many of each, and how."""
 
+    seeds: SeedModelConfig = SeedModelConfig()
     types: list[Literal["reproduction", "subflow", "completion", "correction"]] = Field(
         ["reproduction", "subflow", "completion", "correction"], min_length=1)
     statements: Literal["deterministic", "model"] = Field(
