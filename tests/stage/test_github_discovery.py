@@ -87,6 +87,8 @@ def test_a_model_widens_the_keyword_pool(world):
         run_stage(project, "discover", "--out", "out/discover")
         queried = {r["params"]["q"] for r in github.requests}
         assert model.calls == 1
+        run_stage(project, "discover", "--out", "out/again")
+        assert model.calls == 1, "a second run makes no model call"
     assert any('"quadrat survey"' in q for q in queried) and any('"gbif occurrence"' in q for q in queried)
 
 

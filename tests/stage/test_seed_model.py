@@ -42,6 +42,10 @@ def _build(tmp_path, consolidated):
         run_stage(project, "discover", "--out", "out/discover")
         run_stage(project, "snapshot", "--repos", "out/discover", "--out", "out/snapshot")
         run_stage(project, "seeds", "--snapshots", "out/snapshot", "--out", "out/seeds")
+        calls = server.calls
+        assert calls == 3  # two judgements and one consolidation
+        run_stage(project, "seeds", "--snapshots", "out/snapshot", "--out", "out/seeds-again")
+        assert server.calls == calls, "a second run makes no model call"
     return project
 
 
