@@ -5,8 +5,7 @@ from trailforge.cache import ContentCache, cache_dir_from_env
 from trailforge.envs.discover import discover
 from trailforge.envs.github import GitHubClient, GitHubError, search_candidates
 from trailforge.io import RepoRow, StageRecorder
-from trailforge.io.stage import params_or_exit, print_summary, stage_args, timed
-from trailforge.llm import ModelRequired, build_llm, require_model
+from trailforge.io.stage import model_or_exit, params_or_exit, print_summary, stage_args, timed
 
 
 def main() -> None:
@@ -16,13 +15,7 @@ def main() -> None:
     with timed(recorder.figures):
         if cfg.source.kind == "github":
             cache = ContentCache(cache_dir_from_env())
-            llm = None
-            if cfg.source.expand_keywords:
-                try:
-                    require_model(cfg, "source.expand_keywords=true")
-                except ModelRequired as exc:
-                    raise SystemExit(f"error: {exc}") from None
-                llm = build_llm(cfg, cache)
+            llm = model_or_exit(cfg, "source.expand_keywords=true", cache) if cfg.source.expand_keywords else None
             client = GitHubClient(cfg.source.api_url, cache, cfg.source.token_env, cfg.source.max_rate_limit_wait_s)
             try:
                 entries = search_candidates(cfg.source, cfg.domain, client, llm, cfg.budget.max_repos, recorder)

@@ -7,8 +7,8 @@ from trailforge.envs.seed_model import consolidate_seed, judge_seed
 from trailforge.envs.seeds import find_candidates, run_candidate, unusable_files
 from trailforge.executor import build_executor
 from trailforge.io import SeedRow, SnapshotRow, StageRecorder, read_rejects, read_rows
-from trailforge.io.stage import params_or_exit, print_summary, stage_args, timed
-from trailforge.llm import BudgetExhausted, ModelRequired, build_llm, require_model
+from trailforge.io.stage import model_or_exit, params_or_exit, print_summary, stage_args, timed
+from trailforge.llm import BudgetExhausted
 from trailforge.sandbox import build_sandbox
 
 
@@ -37,11 +37,7 @@ def main() -> None:
 
 def _with_model(rows, cfg, sandbox, cache, executor, recorder, trees):
     """Judge and consolidate seeds with the recipe's model; a run out of budget keeps seeds as they ran."""
-    try:
-        require_model(cfg, "tasks.seeds.judge / tasks.seeds.consolidate")
-    except ModelRequired as exc:
-        raise SystemExit(f"error: {exc}") from None
-    llm = build_llm(cfg, cache)
+    llm = model_or_exit(cfg, "tasks.seeds.judge / tasks.seeds.consolidate", cache)
     steps = cfg.tasks.seeds
 
     def one(seed):

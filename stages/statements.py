@@ -5,8 +5,8 @@ from trailforge.cache import ContentCache, cache_dir_from_env
 from trailforge.envs.rewrite import rewrite_statement
 from trailforge.executor import build_executor
 from trailforge.io import StageRecorder, TaskRow, read_rows
-from trailforge.io.stage import params_or_exit, print_summary, stage_args, timed
-from trailforge.llm import BudgetExhausted, ModelRequired, build_llm, require_model
+from trailforge.io.stage import model_or_exit, params_or_exit, print_summary, stage_args, timed
+from trailforge.llm import BudgetExhausted
 
 
 def main() -> None:
@@ -18,11 +18,7 @@ def main() -> None:
         recorder.count("statements_deterministic", len(tasks))
         print_summary(recorder.write(tasks, TaskRow, Path(args.out)))
         return
-    try:
-        require_model(cfg, "tasks.statements=model")
-    except ModelRequired as exc:
-        raise SystemExit(f"error: {exc}") from None
-    llm = build_llm(cfg, ContentCache(cache_dir_from_env()))
+    llm = model_or_exit(cfg, "tasks.statements=model", ContentCache(cache_dir_from_env()))
     executor = build_executor(cfg.executor)
     done: dict[str, TaskRow] = {}
 

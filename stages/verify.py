@@ -7,8 +7,8 @@ from trailforge.envs.review import review_task
 from trailforge.envs.verify import verify_task
 from trailforge.executor import build_executor
 from trailforge.io import StageRecorder, TaskRow, VerifiedTaskRow, read_rows
-from trailforge.io.stage import params_or_exit, print_summary, stage_args, timed
-from trailforge.llm import BudgetExhausted, ModelRequired, build_llm, require_model
+from trailforge.io.stage import model_or_exit, params_or_exit, print_summary, stage_args, timed
+from trailforge.llm import BudgetExhausted
 from trailforge.sandbox import build_sandbox
 
 
@@ -18,13 +18,7 @@ def main() -> None:
     recorder = StageRecorder("verify")
     tasks = read_rows(Path(args.tasks) / "data", TaskRow)
     sandbox, executor, cache = build_sandbox(cfg.sandbox), build_executor(cfg.executor), ContentCache(cache_dir_from_env())
-    llm = None
-    if cfg.verifier.review:
-        try:
-            require_model(cfg, "verifier.review=true")
-        except ModelRequired as exc:
-            raise SystemExit(f"error: {exc}") from None
-        llm = build_llm(cfg, cache)
+    llm = model_or_exit(cfg, "verifier.review=true", cache) if cfg.verifier.review else None
     budget = cfg.budget
 
     def check(task: TaskRow) -> VerifiedTaskRow | None:

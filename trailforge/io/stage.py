@@ -26,6 +26,17 @@ def params_or_exit(path: str) -> TrailforgeConfig:
         sys.exit(f"error: {exc}")
 
 
+def model_or_exit(cfg: TrailforgeConfig, what: str, cache):
+    """The recipe's model client, or exit before any work naming the config to set when it has none."""
+    from ..llm import ModelRequired, build_llm, require_model
+
+    try:
+        require_model(cfg, what)
+    except ModelRequired as exc:
+        sys.exit(f"error: {exc}")
+    return build_llm(cfg, cache)
+
+
 @contextmanager
 def timed(figures: dict, name: str = "wall_s"):
     start = time.monotonic()
