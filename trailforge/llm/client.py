@@ -130,6 +130,20 @@ class LLMClient:
             self.usage.add(cached_calls=1)
         return record["content"]
 
+    def chat(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], role: str = "generator",
+             **params) -> dict[str, Any]:
+        """One assistant turn with tools offered: ``{"content", "tool_calls": [{"id", "name", "arguments"}]}``.
+
+        ``arguments`` is the raw string the model sent (it may not be valid JSON: the caller decides).
+        The tools are part of the request, hence of the cache key.
+        """
+        endpoint = self._endpoint(role)
+        request = self._request(endpoint, messages, {**params, "tools": tools})
+        record, hit = self.cache.get_or_compute(LLM_OP, LLM_VERSION, request, lambda: self._call(endpoint, request))
+        if hit:
+            self.usage.add(cached_calls=1)
+        return {"content": record["content"], "tool_calls": record.get("tool_calls", [])}
+
     def structured(self, messages: list[dict[str, str]], response_model: type[BaseModel], role: str = "generator",
                    **params) -> BaseModel:
         """A validated ``response_model`` instance; re-asks with the validation error when the reply is wrong."""
@@ -225,8 +239,10 @@ class LLMClient:
         if choice.finish_reason == "length":
             self.usage.add(failure="truncated")
             raise LLMError("truncated", f"the reply hit max_tokens={request.get('max_tokens')} and was cut off")
-        return {"content": content, "finish_reason": choice.finish_reason, "prompt_tokens": prompt,
-                "completion_tokens": completion, "cost_usd": cost}
+        calls = [{"id": call.id, "name": call.function.name, "arguments": call.function.arguments or ""}
+                 for call in (getattr(choice.message, "tool_calls", None) or [])]
+        return {"content": content, "tool_calls": calls, "finish_reason": choice.finish_reason,
+                "prompt_tokens": prompt, "completion_tokens": completion, "cost_usd": cost}
 
 
 def _strip_fences(text: str) -> str:

@@ -8,6 +8,8 @@ including ``usage``, and records every request it receives.
 A reply is a string (the assistant's content) or a dict:
 
 - ``{"content": "..."}`` (optionally ``"finish_reason"``, ``"usage"``);
+- ``{"tool_calls": [{"name": "run_shell", "arguments": {...}}]}``: tool calls in OpenAI's shape
+  (arguments given as a string are sent as they are, so malformed JSON can be scripted);
 - ``{"fault": "429"}``, ``{"fault": "500"}``, ``{"fault": "503"}``: that HTTP status;
 - ``{"fault": "timeout", "delay_s": 5}``: answer only after ``delay_s`` seconds;
 - ``{"fault": "invalid_json"}``: a body that is not JSON;
@@ -96,6 +98,16 @@ class FakeOpenAIServer:
             return
         content = spec.get("content", "")
         finish = spec.get("finish_reason", "stop")
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if spec.get("tool_calls"):
+            message["content"] = content or None
+            message["tool_calls"] = [
+                {"id": call.get("id", f"call_{self.calls}_{i}"), "type": "function",
+                 "function": {"name": call["name"], "arguments": call["arguments"] if isinstance(call["arguments"], str)
+                              else json.dumps(call["arguments"])}}
+                for i, call in enumerate(spec["tool_calls"])
+            ]
+            finish = spec.get("finish_reason", "tool_calls")
         if fault == "truncated":
             content, finish = content[: max(1, len(content) // 2)], "length"
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
@@ -106,7 +118,7 @@ class FakeOpenAIServer:
             "object": "chat.completion",
             "created": 0,
             "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": usage,
         })
 

@@ -123,3 +123,23 @@ def test_recipes_build_a_client_per_role_or_refuse_without_a_model(tmp_path):
     assert llm.roles["generator"].model == "openai/Qwen2.5-7B-Instruct"
     assert llm.roles["judge"].model == "openai/judge-model"
     assert llm.roles["generator"].api_base == "http://localhost:8000/v1" and llm.limits.max_calls == 5
+
+
+TOOLS = [{"type": "function", "function": {"name": "run_shell", "description": "Run a shell command.",
+                                           "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
+                                                          "required": ["command"]}}}]
+
+
+def test_tool_calls_come_back_raw_and_the_tools_are_part_of_the_cache_key(tmp_path):
+    script = [{"tool_calls": [{"name": "run_shell", "arguments": {"command": "ls data"}}]},
+              {"tool_calls": [{"name": "run_shell", "arguments": "{not json"}]}]
+    with FakeOpenAIServer(script) as server:
+        llm = client(server, tmp_path)
+        turn = llm.chat(MESSAGES, TOOLS)
+        assert turn["tool_calls"][0]["name"] == "run_shell"
+        assert json.loads(turn["tool_calls"][0]["arguments"]) == {"command": "ls data"}
+        assert server.requests[0]["tools"][0]["function"]["name"] == "run_shell"
+        assert llm.chat(MESSAGES, TOOLS) == turn and server.calls == 1, "the same turn is a cache hit"
+        renamed = [{**TOOLS[0], "function": {**TOOLS[0]["function"], "description": "Run a command."}}]
+        malformed = llm.chat(MESSAGES, renamed)
+        assert server.calls == 2 and malformed["tool_calls"][0]["arguments"] == "{not json"
