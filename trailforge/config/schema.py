@@ -169,6 +169,22 @@ class TasksConfig(_Strict):
     correction: CorrectionConfig = CorrectionConfig()
 
 
+class HarnessConfig(_Strict):
+    """The agent loop of the rollout stage: limits, attempts and what to keep."""
+
+    max_steps: int = Field(30, ge=1)
+    wall_clock_s: float = Field(900.0, gt=0)
+    command_timeout_s: float = Field(60.0, gt=0)
+    max_cost_usd: float | None = Field(None, ge=0)
+    max_observation_chars: int = Field(4000, ge=200)
+    max_format_errors: int = Field(3, ge=1, description="consecutive malformed replies before giving up")
+    attempts: int = Field(1, ge=1, description="episodes per environment (rejection sampling)")
+    keep_failures: bool = Field(False, description="keep failed trajectories too, labelled")
+    max_context_tokens: int = Field(32768, ge=1, description="longer successful trajectories stay out of the SFT file")
+    system_prompt: str | None = Field(None, description="replaces the built-in system prompt")
+    task_template: str = Field("{statement}", description="the first user message; {statement} is the task")
+
+
 class LocalExecutorConfig(_Strict):
     kind: Literal["local"] = "local"
     max_workers: int = Field(2, ge=1)
@@ -228,10 +244,11 @@ class TrailforgeConfig(_Strict):
     budget: BudgetConfig
     tasks: TasksConfig
     verifier: VerifierConfig
+    harness: HarnessConfig
     executor: LocalExecutorConfig
     publish: PublishConfig
     llm: NoLLMConfig | LLMConfig = Field(discriminator="provider")
     seed: int = Field(0, description="seeds every deterministic choice (which targets, holes and mutants)")
 
 
-GROUPS = ("source", "domain", "sandbox", "budget", "tasks", "verifier", "executor", "publish", "llm")
+GROUPS = ("source", "domain", "sandbox", "budget", "tasks", "verifier", "harness", "executor", "publish", "llm")

@@ -131,3 +131,25 @@ class TaskRow(_Row):
 class VerifiedTaskRow(TaskRow):
     tolerances: dict[str, dict[str, float]]
     checks: dict[str, Any]
+
+
+class TrajectoryRow(_Row):
+    """One agent episode in the OpenAI chat format trainers read, with its outcome."""
+
+    env_id: str
+    attempt: int
+    task_type: str
+    difficulty: int | None = None
+    model: str
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    parallel_tool_calls: bool = False
+    reward: float
+    exit_status: str
+    grader_message: str
+    steps: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    wall_s: float
+    label: Literal["success", "failure"] = "success"

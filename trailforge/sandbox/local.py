@@ -80,6 +80,7 @@ i=0
 for keep in $TF_KEEP "$scratch"; do
   mkdir -p "$keep"; mount --rbind "$stage/$i" "$keep"; i=$((i+1))
 done
+umount -R -l "$stage"
 mount -o remount,bind,ro /
 for keep in $TF_KEEP; do mount -o remount,bind,ro "$keep" 2>/dev/null || true; done
 if [ -d /dev/shm ]; then mount -t tmpfs -o size=16m tmpfs /dev/shm; fi
@@ -131,7 +132,9 @@ class LocalSandbox:
         isolation: str = "auto",
         environments: str = "host",
         venv_root: str | None = None,
+        hidden_paths: tuple[str, ...] = (),
     ):
+        self.hidden_paths = tuple(hidden_paths)  # more host folders to cover (a rollout hides the project)
         self.environments = environments
         self.venv_root = venv_root or os.path.join(os.environ.get("TRAILFORGE_CACHE_DIR", ".trailforge/cache"), "venvs")
         self.timeout_s = timeout_s
@@ -283,7 +286,8 @@ class LocalSandbox:
         }
         child_env.update({k: os.environ[k] for k in _PASS_THROUGH_ENV if k in os.environ})
         if self.namespaces:
-            child_env.update(TF_KEEP=" ".join(_keep_paths(interpreter)), TF_HIDE=" ".join(_hide_paths()))
+            hide = sorted(set(_hide_paths()) | {os.path.realpath(p) for p in self.hidden_paths if os.path.isdir(p)})
+            child_env.update(TF_KEEP=" ".join(_keep_paths(interpreter)), TF_HIDE=" ".join(hide))
         child_env.update(request.env)
         timeout = min(request.timeout_s, self.timeout_s)
         limits = _limits(self.memory_mb, timeout, self.max_output_file_bytes, self.max_processes)
