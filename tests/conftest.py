@@ -100,3 +100,18 @@ def build_to_tasks(root: Path, name: str, files: dict[str, str], overrides: list
                         ("tasks", ["--seeds", "out/seeds", "--workflows", "out/workflows"])]:
         run_stage(project, stage, *args, "--out", f"out/{stage}")
     return project, repo
+
+
+# A one-script repository whose task has two fields; the model-stage tests build it through tasks.
+DOMINANCE_FILES = {
+    "README.md": "Species abundance survey of meadow habitat biodiversity.\n",
+    "analysis.py": (
+        "import csv\n\n"
+        "rows = list(csv.DictReader(open(\"data/obs.csv\")))\n"
+        "counts = [float(r[\"count\"]) for r in rows]\n"
+        "total = sum(counts)\n"
+        "print(f\"Total individuals: {int(total)}\")\n"
+        "print(f\"Dominance share (fraction): {max(counts) / total:.4f}\")\n"
+    ),
+    "data/obs.csv": "species,count\na,5\nb,3\nc,4\n",
+}

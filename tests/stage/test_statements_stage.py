@@ -5,19 +5,9 @@ import json
 
 import pytest
 
-from conftest import build_to_tasks, run_stage, stats, write_params
+from conftest import DOMINANCE_FILES, build_to_tasks, run_stage, stats, write_params
 from trailforge.io import TaskRow, read_rejects, read_rows
 from trailforge.testing.openai_server import FakeOpenAIServer
-
-ANALYSIS = '''import csv
-
-rows = list(csv.DictReader(open("data/obs.csv")))
-counts = [float(r["count"]) for r in rows]
-total = sum(counts)
-share = max(counts) / total
-print(f"Total individuals: {int(total)}")
-print(f"Dominance share (fraction): {share:.4f}")
-'''
 
 
 def _responder(mode):
@@ -36,10 +26,7 @@ def _responder(mode):
 @pytest.fixture(scope="module")
 def tasks_built(tmp_path_factory):
     root = tmp_path_factory.mktemp("statements")
-    project, repo = build_to_tasks(root, "meadow-dominance", {
-        "README.md": "Species abundance survey of meadow habitat biodiversity.\n",
-        "analysis.py": ANALYSIS, "data/obs.csv": "species,count\na,5\nb,3\nc,4\n",
-    }, ["tasks.types=[reproduction]"])
+    project, repo = build_to_tasks(root, "meadow-dominance", DOMINANCE_FILES, ["tasks.types=[reproduction]"])
     return project, repo, root
 
 
