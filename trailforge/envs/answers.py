@@ -23,6 +23,7 @@ from ..io import AnswerField
 _LINE = re.compile(
     r"^\s*(?P<label>[A-Za-z][^:=\n]{0,100}?)\s*(?:\((?P<unit>[^()]{1,40})\))?\s*[:=]\s*(?P<value>\S.{0,80}?)\s*$"
 )
+RESULT_DIR = "result"  # where a Subflow reference program saves its target
 _INT = re.compile(r"^[+-]?\d+$")
 _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 _STRING = re.compile(r"^[\w][\w .+/%-]{0,59}$")
@@ -115,6 +116,22 @@ def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 
                 table, res = table
                 out.add(stem, "table", table, f"table written to {path}", f"file:{path}", resolution=res)
     return out.fields, out.values, out.dropped
+
+
+def answer_from_run(result, answer_from: str, max_fields: int, max_rows: int):
+    """``(schema, answer)`` of one sandbox run: everything it printed and wrote (``outputs``), or only
+    the files it saved under ``result/`` (``result_files``, Subflow)."""
+    texts = {}
+    for path, data in result.files.items():
+        if answer_from == "result_files" and not path.startswith(RESULT_DIR + "/"):
+            continue
+        try:
+            texts[path] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            texts[path] = None
+    stdout = result.stdout if answer_from == "outputs" else ""
+    schema, answer, _ = extract_answer(stdout, texts, max_fields, max_rows)
+    return schema, answer
 
 
 def _add_json(out: _Collector, stem: str, data: Any, path: str, keys: list[str], max_rows: int) -> None:

@@ -31,9 +31,9 @@ from ..cache import ContentCache
 from ..config.schema import TasksConfig
 from ..io import AnswerField, SeedRow, StageRecorder, TaskRow, WorkflowRow
 from ..sandbox import RunRequest, Sandbox, run_cached
-from .answers import extract_answer
+from .answers import answer_from_run
 from .mutations import OPERATORS, Mutation, apply_mutation, find_mutations, mutated_line
-from .slicing import RESULT_DIR, SliceError, slice_program
+from .slicing import SliceError, slice_program
 from .statement import (
     completion_statement, correction_statement, describe_data_file, literal_values, subflow_statement,
 )
@@ -94,20 +94,6 @@ class SeedContext:
             entrypoint=self.seed.script, workspace_files=self.seed.data_files, tree=self.seed.tree,
             distributions=self.seed.distributions, sandbox_spec=self.seed.sandbox_spec, **fields,
         )
-
-
-def answer_from_run(result, answer_from: str, max_fields: int, max_rows: int):
-    texts = {}
-    for path, data in result.files.items():
-        if answer_from == "result_files" and not path.startswith(RESULT_DIR + "/"):
-            continue
-        try:
-            texts[path] = data.decode("utf-8")
-        except UnicodeDecodeError:
-            texts[path] = None
-    stdout = result.stdout if answer_from == "outputs" else ""
-    schema, answer, _ = extract_answer(stdout, texts, max_fields, max_rows)
-    return schema, answer
 
 
 # ---------------------------------------------------------------- comparing answers

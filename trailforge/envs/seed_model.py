@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from ..io import SeedRow, StageRecorder
 from ..llm import LLMClient, LLMError
 from ..sandbox import RunRequest, run_cached
-from .answers import extract_answer
+from .answers import answer_from_run, extract_answer
 from .derived import differences
 
 
@@ -98,8 +98,7 @@ def consolidate_seed(seed: SeedRow, llm: LLMClient, sandbox, cache, recorder: St
     result, _ = run_cached(cache, sandbox, env, RunRequest(("python", seed.script), files, timeout_s=sandbox.timeout_s))
     original_texts = {w.path: w.text for w in seed.files_written}
     schema, reference, _ = extract_answer(seed.stdout, original_texts, max_fields, max_rows)
-    new_texts = {p: d.decode("utf-8", errors="replace") for p, d in result.files.items()}
-    _, got, _ = extract_answer(result.stdout, new_texts, max_fields, max_rows)
+    _, got = answer_from_run(result, "outputs", max_fields, max_rows)
     changed = differences(schema, reference, got) if result.ok else None
     if changed != {}:
         why = f"it ended with {result.reason}" if not result.ok else (

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from .workflow import MODULE_SCOPE, Program, Unit
 
-RESULT_DIR = "result"
 REPORT_HELPER = '''
 
 def report_result(name, value):

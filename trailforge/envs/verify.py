@@ -29,8 +29,7 @@ from ..cache import ContentCache
 from ..config.schema import VerifierConfig
 from ..io import StageRecorder, TaskRow, VerifiedTaskRow
 from ..sandbox import RunRequest, Sandbox, run_cached
-from .answers import extract_answer
-from .slicing import RESULT_DIR
+from .answers import answer_from_run
 from .tasks import eval_script
 
 
@@ -99,11 +98,7 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
 
 def run_answer(task: TaskRow, result, max_fields: int, max_table_rows: int) -> dict[str, Any]:
     """The structured answer of one run of a task's program, read the way the task defines."""
-    texts = {p: _text(d) for p, d in result.files.items()
-             if task.answer_from == "outputs" or p.startswith(RESULT_DIR + "/")}
-    stdout = result.stdout if task.answer_from == "outputs" else ""
-    _, answer, _ = extract_answer(stdout, texts, max_fields, max_table_rows)
-    return answer
+    return answer_from_run(result, task.answer_from, max_fields, max_table_rows)[1]
 
 
 def check_negative_program(task, control, workspace, expected, cfg, sandbox, env, cache, recorder, max_fields,
@@ -118,13 +113,6 @@ def check_negative_program(task, control, workspace, expected, cfg, sandbox, env
         raise Rejected(f"eval_accepts_{control['name']}",
                        f"eval.py accepts the output of the {control['name']} program", control=control["name"])
     return "rejected"  # how the program ended (crash, timeout) is timing-dependent: not recorded in the row
-
-
-def _text(data: bytes) -> str | None:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
 
 
 def check_data_integrity(task: TaskRow) -> dict[str, bytes]:

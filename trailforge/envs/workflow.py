@@ -277,6 +277,7 @@ def build_graph(program: Program, trace: dict[str, Any], data_files: list[str], 
     observed = observations(trace)
     runs = unit_runs(trace)
     returns: dict[str, str] = {}
+    module_latest: dict[tuple[str, str], str] = {}  # (file, name) -> its last module-level binding
     for name, (path, line) in program.functions.items():
         returns[name] = f"return:{path}:{name}"
         graph.add_node(returns[name], kind="return", function=name, path=path, line=line)
@@ -292,7 +293,7 @@ def build_graph(program: Program, trace: dict[str, Any], data_files: list[str], 
             for name in sorted(unit.uses):
                 source = latest.get(name)
                 if source is None and scope_line != MODULE_SCOPE:
-                    source = graph.graph.get("module_latest", {}).get((path, name))
+                    source = module_latest.get((path, name))
                 if source is not None:
                     graph.add_edge(source, unit.node_id)
             for function in sorted(unit.local_calls):
@@ -320,13 +321,12 @@ def build_graph(program: Program, trace: dict[str, Any], data_files: list[str], 
                 graph.add_edge(unit.node_id, var)
                 latest[name] = var
         if scope_line == MODULE_SCOPE:
-            graph.graph.setdefault("module_latest", {}).update({(path, n): v for n, v in latest.items()})
+            module_latest.update({(path, n): v for n, v in latest.items()})
         elif program.scope_name((path, scope_line)) in returns:
             # Every operation of a function feeds what it returns (a conservative summary).
             for unit in units:
                 if graph.has_node(unit.node_id) and unit.kind in ("Return", "If", "For", "While", "With", "Try"):
                     graph.add_edge(unit.node_id, returns[unit.scope])
-    graph.graph.pop("module_latest", None)
     return graph
 
 

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..envs.derived import answer_from_run
+from ..envs.answers import answer_from_run
 from ..sandbox import RunRequest, Sandbox
 
 

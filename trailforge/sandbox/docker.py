@@ -28,7 +28,7 @@ from pathlib import Path
 
 from ..cache import stable_hash
 from .base import BAD_REQUEST, KILLED, NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT, PreparedEnv, RunRequest, RunResult
-from .local import SCRATCH_MARK, _failing_requirement, _hand_over, _read_capped, _safe_relative, collect_outputs
+from .local import LOCK_SCRIPT, SCRATCH_MARK, _failing_requirement, _hand_over, _read_capped, _safe_relative, collect_outputs
 
 WORKDIR = "/work"
 VENV = "/opt/venv"
@@ -202,10 +202,7 @@ class DockerSandbox:
         return None
 
     def _freeze(self, tag: str) -> dict[str, str]:
-        script = ("import importlib.metadata as m, json, platform; "
-                  "d = {x.metadata['Name']: x.version for x in m.distributions()}; "
-                  "d['__python__'] = platform.python_version(); print(json.dumps(d))")
-        output = self.client.containers.run(tag, ["python", "-c", script], remove=True, network_mode="none")
+        output = self.client.containers.run(tag, ["python", "-c", LOCK_SCRIPT], remove=True, network_mode="none")
         packages = json.loads(output.decode())
         return dict(sorted(packages.items()))
 

@@ -88,6 +88,10 @@ cd "$scratch"
 exec setpriv --reuid=65534 --regid=65534 --clear-groups --no-new-privs -- "$@"
 """
 NOBODY_UID = 65534
+# Run inside an environment: its installed distributions and Python version, as JSON (the lock).
+LOCK_SCRIPT = ("import importlib.metadata as m, json, platform; "
+               "d = {x.metadata['Name']: x.version for x in m.distributions()}; "
+               "d['__python__'] = platform.python_version(); print(json.dumps(d, sort_keys=True))")
 
 
 def namespaces_available() -> bool:
@@ -382,10 +386,7 @@ def _build_venv(folder: Path, requirements: list[str]) -> str | None:
             failing = _failing_requirement(installed.stdout + installed.stderr, requirements)
             tail = installed.stderr.strip().splitlines()[-1:] or [""]
             return f"installing {failing or ' '.join(requirements)} failed: {tail[0][:300]}"
-    script = ("import importlib.metadata as m, json, platform; "
-              "d = {x.metadata['Name']: x.version for x in m.distributions()}; "
-              "d['__python__'] = platform.python_version(); print(json.dumps(d, sort_keys=True))")
-    frozen = subprocess.run([str(python), "-c", script], capture_output=True, text=True, timeout=120, cwd=folder)
+    frozen = subprocess.run([str(python), "-c", LOCK_SCRIPT], capture_output=True, text=True, timeout=120, cwd=folder)
     if frozen.returncode != 0:
         return f"cannot list the environment's packages: {frozen.stderr.strip()[-300:]}"
     (folder / "lock.json").write_text(frozen.stdout)
