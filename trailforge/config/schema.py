@@ -191,10 +191,33 @@ class LocalExecutorConfig(_Strict):
 
 
 class PublishConfig(_Strict):
+    """Where ``trailforge publish`` pushes the release on the Hugging Face Hub.
+
+    The token is read from the environment only (``token_env``), like the llm group's keys.
+    """
+
     name: str = "trailforge-demo"
-    hub_repo: str | None = None
-    private: bool = True
+    repo_id: str | None = Field(None, pattern=r"^[\w.-]+/[\w.-]+$",
+                                description="Hub dataset repository as 'namespace/name'")
+    revision: str = Field("main", min_length=1, description="branch to commit to (created when missing)")
+    private: bool = Field(True, description="visibility when the repository is created; an existing one keeps its own")
     push: bool = False
+    token_env: str = Field("HF_TOKEN", min_length=1, description="environment variable holding the Hub token")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_keys_in_config(cls, data):
+        if isinstance(data, dict) and any(k in data for k in ("token", "hf_token", "api_key", "key")):
+            raise ValueError("Hub tokens never go in a config file: put the token in an environment variable and "
+                             "name it in publish.token_env")
+        return data
+
+    @model_validator(mode="after")
+    def _push_needs_repo(self):
+        if self.push and self.repo_id is None:
+            raise ValueError("publish.repo_id must be set when publish.push is true, "
+                             "e.g. publish.repo_id=your-name/trailforge-demo")
+        return self
 
 
 class NoLLMConfig(_Strict):
@@ -234,6 +257,87 @@ class LLMConfig(_Strict):
         return data
 
 
+class LineageInputConfig(_Strict):
+    path: str = Field("outputs/release/environments", description="a release's environments folder, a JSONL file, "
+                      "or parquet (a file or a folder of shards, e.g. rollout trajectories)")
+    format: Literal["environments", "jsonl", "parquet"] = "environments"
+    fields: dict[str, str] = Field(default_factory=dict, description="our field name -> the dataset's: id, text, "
+                                   "code, outputs, parents, time, passed, score, kind")
+
+
+class LineageEdgesConfig(_Strict):
+    shingle: int = Field(3, ge=1, le=5, description="words per text shingle")
+    num_perm: int = Field(128, ge=8, description="MinHash permutations")
+    bands: int = Field(64, ge=1, description="LSH bands (num_perm / bands rows each)")
+    max_bucket: int = Field(200, ge=1, description="an LSH bucket larger than this yields only its newest items")
+    min_similarity: float = Field(0.15, ge=0, le=1, description="least Jaccard for a content edge")
+    min_containment: float = Field(0.3, ge=0, le=1, description="or least share of the parent carried into the child")
+    refine_similarity: float = Field(0.42, ge=0, le=1, description="a single parent this similar is a refinement")
+    merge_min_gain: float = Field(0.15, ge=0, le=1, description="share of the child only a second parent explains")
+    diverge_max_position: float = Field(0.5, ge=0, le=1, description="shared text centred before this point of the "
+                                        "parent: diverge; after: derive")
+    code_weight: float = Field(0.5, ge=0, le=1, description="weight of normalised-AST similarity when both have code")
+    max_parents: int = Field(3, ge=1)
+    infer_when_parents_known: bool = Field(False, description="also infer content edges for items with explicit or "
+                                           "recorded parents")
+    back_references: bool = Field(True, description="an id named in the text is a parent")
+    edge_weights: dict[Literal["derive", "refine", "merge", "diverge"], float] = Field(
+        default_factory=lambda: {"refine": 0.25, "derive": 1.0, "merge": 1.0, "diverge": 1.5},
+        description="lineage distance of one edge of each type (sampling)")
+
+
+class LineageRedundancyConfig(_Strict):
+    alpha: float = Field(0.7, ge=0, description="weight of output similarity in R(i, j)")
+    beta: float = Field(0.3, ge=0, description="weight of path overlap in R(i, j)")
+    min_output_similarity: float = Field(0.6, ge=0, le=1)
+    threshold: float = Field(0.7, ge=0, description="R at least this on a shared path: lineage_duplicate")
+    convergent_max_path_overlap: float = Field(0.2, ge=0, le=1, description="at most this: different paths")
+    min_novelty: float = Field(0.1, ge=0, le=1, description="a refinement adding less new text is diminishing")
+
+
+class LineageContaminationConfig(_Strict):
+    benchmarks: list[str] = Field(default_factory=list, description="benchmark files or folders (repositories)")
+    ngram: int = Field(8, ge=3, description="words per n-gram in the overlap check")
+    min_ngram_hits: int = Field(3, ge=1)
+    near_duplicate: float = Field(0.5, gt=0, le=1, description="shingle Jaccard with a benchmark text")
+    failed_evaluation: bool = Field(True, description="items whose evaluation failed are seeds too")
+    decay: float = Field(0.5, ge=0, le=1, description="weight kept per hop forward")
+    backward: bool = False
+    backward_decay: float = Field(0.25, ge=0, le=1)
+    drop_threshold: float = Field(0.5, ge=0, le=1, description="decontaminate drops items at or above this weight")
+    downweight_threshold: float = Field(0.1, ge=0, le=1, description="and down-weights those at or above this")
+
+    def model_post_init(self, __context) -> None:
+        if self.downweight_threshold > self.drop_threshold:
+            raise ValueError("downweight_threshold must not exceed drop_threshold")
+
+
+class LineageSamplingConfig(_Strict):
+    method: Literal["farthest_point", "root_anchored", "adaptive", "uniform"] = "farthest_point"
+    breadth: int = Field(4, ge=1, description="c: branches per root")
+    depth: int = Field(3, ge=1, description="l: items down each branch")
+    granularity: int = Field(10, ge=1, description="k: roots; budget B = c x l x k")
+    rounds: int = Field(30, ge=1, description="adaptive: UCB rounds")
+    exploration: float = Field(1.0, ge=0, description="adaptive: UCB exploration weight")
+    disconnected: float = Field(6.0, gt=0, description="lineage distance of unrelated items")
+    embedding: str = Field("hashing", description="hashing (offline) or sentence-transformers:<model>")
+
+    @property
+    def budget(self) -> int:
+        return self.breadth * self.depth * self.granularity
+
+
+class LineageConfig(_Strict):
+    """Lineage curation: the graph, redundancy, contamination and sampling under a budget."""
+
+    input: LineageInputConfig = LineageInputConfig()
+    batch_size: int = Field(5000, ge=1, description="items inserted per incremental batch")
+    edges: LineageEdgesConfig = LineageEdgesConfig()
+    redundancy: LineageRedundancyConfig = LineageRedundancyConfig()
+    contamination: LineageContaminationConfig = LineageContaminationConfig()
+    sampling: LineageSamplingConfig = LineageSamplingConfig()
+
+
 class TrailforgeConfig(_Strict):
     """The whole composed recipe, as written to ``params.yaml``."""
 
@@ -248,7 +352,9 @@ class TrailforgeConfig(_Strict):
     executor: LocalExecutorConfig
     publish: PublishConfig
     llm: NoLLMConfig | LLMConfig = Field(discriminator="provider")
+    lineage: LineageConfig = LineageConfig()
     seed: int = Field(0, description="seeds every deterministic choice (which targets, holes and mutants)")
 
 
-GROUPS = ("source", "domain", "sandbox", "budget", "tasks", "verifier", "harness", "executor", "publish", "llm")
+GROUPS = ("source", "domain", "sandbox", "budget", "tasks", "verifier", "harness", "executor", "publish", "llm",
+          "lineage")

@@ -153,3 +153,23 @@ class TrajectoryRow(_Row):
     cost_usd: float
     wall_s: float
     label: Literal["success", "failure"] = "success"
+
+
+class LineageRow(_Row):
+    """One item in the lineage graph: where it comes from, what taints it, what it repeats."""
+
+    item_id: str
+    kind: str
+    text: str
+    parents: list[dict[str, Any]]          # {"id", "type", "signal", "weight"}
+    roots: list[str]
+    depth: int
+    contamination: float = 0.0
+    contamination_reason: str | None = None
+    contamination_source: str | None = None
+    contamination_path: list[str] = Field(default_factory=list)
+    redundant_with: list[dict[str, Any]] = Field(default_factory=list)   # {"id", "kind", "score"}
+    diminishing: float | None = None       # novelty of a refinement step below the threshold
+    score: float | None = None
+    passed: bool | None = None
+    weight: float = 1.0                    # sampling weight after decontamination

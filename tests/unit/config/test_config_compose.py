@@ -5,6 +5,7 @@ import configparser
 from pathlib import Path
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from conftest import PROJECT_ROOT
@@ -181,3 +182,22 @@ def test_point_dvc_at_recipe_replaces_previous_recipe(tmp_path):
 def test_point_dvc_at_recipe_without_dvc_folder_writes_nothing(tmp_path):
     point_dvc_at_recipe(tmp_path, "demo")
     assert not (tmp_path / ".dvc").exists()
+
+
+def _dotted(data, key):
+    for part in key.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+@pytest.mark.parametrize("recipe", RECIPES)
+def test_every_params_key_dvc_yaml_names_is_in_every_recipe(recipe):
+    """DVC reads params from the composed file, not from the schema's defaults: a key a stage names
+    must be written by the recipe, or `dvc repro` stops with 'Parameters ... are missing'."""
+    data = compose(recipe, root=PROJECT_ROOT)
+    stages = yaml.safe_load((PROJECT_ROOT / "dvc.yaml").read_text())["stages"]
+    missing = [(stage, key) for stage, spec in stages.items() for key in spec.get("params", [])
+               if isinstance(key, str) and not _dotted(data, key)]
+    assert not missing, missing
