@@ -6,8 +6,12 @@
   trailforge run [recipe=NAME] [overrides]       compose, then `dvc repro`
   trailforge report [--outputs DIR]              accepted / rejected counts and reasons per stage
   trailforge recheck [DIR]                       re-run every exported environment's controls from its folder
+  trailforge publish [--release DIR] [--dry-run]  push the release's changed files to the Hub (publish.repo_id)
   trailforge graph SEED_ID [--format svg|dot|json]  print a seed program's workflow graph (picture, Graphviz, node-link)
-  trailforge audit [--size N] [--min-per-stratum K]  a stratified, blinded review sheet of verified environments
+  trailforge review-sheet [--size N] [--min-per-stratum K]  a stratified, blinded review sheet of verified environments
+  trailforge audit PATH [--out DIR] [--tokenizer NAME] [--topic-pattern REGEX] [--no-plots]
+                                                 length, composition, tool-use and linkage audit of a chat-format
+                                                 trajectory corpus (JSONL, parquet, or a save_to_disk folder)
 """
 from __future__ import annotations
 
@@ -99,6 +103,22 @@ def cmd_recheck(args: argparse.Namespace) -> int:
     return 0 if summary["passed"] == summary["environments"] else 1
 
 
+def cmd_publish(args: argparse.Namespace) -> int:
+    from ..config import load_params
+    from ..release.publish import PublishError, publish_release, recipe_files
+
+    params = Path(args.params)
+    cfg = load_params(params)
+    try:
+        files = recipe_files(project_root(params.resolve().parent), params)
+        summary = publish_release(Path(args.release), cfg.publish, files, dry_run=args.dry_run)
+    except PublishError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary, indent=2, sort_keys=True))
+    return 0
+
+
 def cmd_graph(args: argparse.Namespace) -> int:
     from ..envs.workflow import graph_from_json, render_dot, render_svg
     from ..io import WorkflowRow, read_rows
@@ -114,13 +134,36 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 2
 
 
-def cmd_audit(args: argparse.Namespace) -> int:
+def cmd_review_sheet(args: argparse.Namespace) -> int:
     from ..io import VerifiedTaskRow, read_rows
     from ..release.audit import write_audit
 
     tasks = read_rows(Path(args.verified) / "data", VerifiedTaskRow)
     summary = write_audit(tasks, Path(args.out), args.size, args.min_per_stratum, args.seed)
     print(json.dumps(summary, indent=2, sort_keys=True))
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from ..release.corpus_audit import audit_corpus, write_audit_report
+
+    # Options left unset fall through to the library's defaults, which are defined in one place only.
+    options = {name: getattr(args, name) for name in ("tokenizer", "topic_pattern", "tier_key", "threads")
+               if getattr(args, name) is not None}
+    if options.get("topic_pattern") == "":
+        options["topic_pattern"] = None  # an empty pattern turns topic extraction off
+    try:
+        report = audit_corpus(Path(args.path), **options)
+    except (FileNotFoundError, ValueError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else Path("outputs/corpus_audit")
+    write_audit_report(report, out, plots=not args.no_plots)
+    scale = report["scale"]
+    print(json.dumps({"trajectories": scale["trajectories"], "rejected": report["rejects"]["total"],
+                      "messages": scale["messages"], "tool_calls": scale["tool_calls"],
+                      "text_tokens": scale["text_tokens"], "record_tokens": scale["record_tokens"],
+                      "report": str(out / "audit.md")}, indent=2))
     return 0
 
 
@@ -146,17 +189,32 @@ def build_parser() -> argparse.ArgumentParser:
     recheck.add_argument("environments", nargs="?", default="outputs/release/environments")
     recheck.add_argument("--params", default="params.yaml", help="sandbox and answer limits (default: params.yaml)")
     recheck.set_defaults(func=cmd_recheck)
+    publish = sub.add_parser("publish", help="push the release to a Hugging Face Hub dataset repository")
+    publish.add_argument("--release", default="outputs/release")
+    publish.add_argument("--params", default="params.yaml", help="publish settings (default: params.yaml)")
+    publish.add_argument("--dry-run", action="store_true", help="list what would be uploaded; write nothing")
+    publish.set_defaults(func=cmd_publish)
     graph = sub.add_parser("graph", help="print one seed program's workflow graph")
     graph.add_argument("seed_id", help="for example meadow-quadrats:diversity.py")
     graph.add_argument("--format", choices=["svg", "dot", "json"], default="svg")
     graph.add_argument("--workflows", default="outputs/workflows")
     graph.set_defaults(func=cmd_graph)
-    audit = sub.add_parser("audit", help="write a stratified, blinded audit sheet")
-    audit.add_argument("--verified", default="outputs/verify")
-    audit.add_argument("--out", default="outputs/audit")
-    audit.add_argument("--size", type=int, default=60)
-    audit.add_argument("--min-per-stratum", type=int, default=2)
-    audit.add_argument("--seed", type=int, default=0)
+    sheet = sub.add_parser("review-sheet", help="write a stratified, blinded review sheet of verified environments")
+    sheet.add_argument("--verified", default="outputs/verify")
+    sheet.add_argument("--out", default="outputs/audit")
+    sheet.add_argument("--size", type=int, default=60)
+    sheet.add_argument("--min-per-stratum", type=int, default=2)
+    sheet.add_argument("--seed", type=int, default=0)
+    sheet.set_defaults(func=cmd_review_sheet)
+    audit = sub.add_parser("audit", help="audit a chat-format trajectory corpus (JSONL, parquet, save_to_disk folder)")
+    audit.add_argument("path", help="a .jsonl[.gz] or .parquet file, a save_to_disk folder, or a folder of shards")
+    audit.add_argument("--out", help="report folder (default: outputs/corpus_audit)")
+    audit.add_argument("--tokenizer", help="tiktoken encoding or model name (default: o200k_base)")
+    audit.add_argument("--topic-pattern", help="regex over tool-call arguments, group 1 is the topic "
+                                               "(default: topics/<topic>/ paths; '' turns topics off)")
+    audit.add_argument("--tier-key", help="assistant-message key holding the value tier (default: _value)")
+    audit.add_argument("--threads", type=int, help="tokenizer threads (default: all available cores)")
+    audit.add_argument("--no-plots", action="store_true", help="write audit.json, audit.md and per_record.csv only")
     audit.set_defaults(func=cmd_audit)
     return parser
 
