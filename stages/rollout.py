@@ -31,7 +31,8 @@ def main() -> None:
         return run_episode(env, attempt, llm, sandbox, cache, cfg.harness, log, cfg.llm.model)
 
     with timed(recorder.figures):
-        trajectories = build_executor(cfg.executor).map(one, work)
+        trajectories = build_executor(cfg.executor).map(one, work, label="rollout", cache_hits=lambda: cache.stats.hits,
+                                                         cost_usd=lambda: llm.usage.cost_usd)
     rows = select(trajectories, cfg.harness.keep_failures, recorder)
     recorder.figures["solvability"] = solvability(trajectories)
     recorder.figures["llm"] = llm.usage.as_dict()

@@ -26,7 +26,8 @@ def main() -> None:
         candidates = [c for snap in snapshots
                       for c in find_candidates(snap, unusable, cfg.budget.max_seeds_per_repo, recorder)]
         recorder.count("candidates", len(candidates))
-        rows = executor.map(lambda c: run_candidate(c, sandbox, cache, cfg.sandbox.timeout_s, recorder), candidates)
+        rows = executor.map(lambda c: run_candidate(c, sandbox, cache, cfg.sandbox.timeout_s, recorder), candidates,
+                            label="seeds", cache_hits=lambda: cache.stats.hits)
         rows = [r for r in rows if r is not None]
         model_steps = cfg.tasks.seeds
         if model_steps.judge or model_steps.consolidate:
@@ -52,7 +53,8 @@ def _with_model(rows, cfg, sandbox, cache, executor, recorder, trees):
             recorder.figures["budget"] = exc.message
         return seed
 
-    kept = [r for r in executor.map(one, rows) if r is not None]
+    kept = [r for r in executor.map(one, rows, label="seeds (model)", cache_hits=lambda: cache.stats.hits,
+                                    cost_usd=lambda: llm.usage.cost_usd) if r is not None]
     recorder.figures["llm"] = llm.usage.as_dict()
     return kept
 

@@ -16,8 +16,8 @@ def main() -> None:
     executor = build_executor(cfg.executor)
     with timed(recorder.figures):
         rows = executor.map(
-            lambda repo: snapshot_repo(repo, Path.cwd(), out / "trees", cfg.budget.max_file_bytes, recorder), repos
-        )
+            lambda repo: snapshot_repo(repo, Path.cwd(), out / "trees", cfg.budget.max_file_bytes, recorder), repos,
+            label="snapshot")
     print_summary(recorder.write([r for r in rows if r is not None], SnapshotRow, out))
 
 

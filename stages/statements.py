@@ -30,7 +30,8 @@ def main() -> None:
             recorder.figures["budget"] = exc.message
 
     with timed(recorder.figures):
-        executor.map(one, tasks)
+        executor.map(one, tasks, label="statements", cache_hits=lambda: llm.usage.cached_calls,
+                     cost_usd=lambda: llm.usage.cost_usd)
     rows = [done.get(t.task_id, t) for t in tasks]  # past the budget a task keeps its deterministic statement
     recorder.figures["llm"] = llm.usage.as_dict()
     left = recorder.counters.get("statements_left_by_budget", 0)

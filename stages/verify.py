@@ -37,7 +37,8 @@ def main() -> None:
             return None
 
     with timed(recorder.figures):
-        rows = executor.map(one, tasks)
+        rows = executor.map(one, tasks, label="verify", cache_hits=lambda: cache.stats.hits,
+                           cost_usd=(lambda: llm.usage.cost_usd) if llm else None)
     recorder.figures["cache"] = cache.stats.as_dict()
     if llm is not None:
         recorder.figures["llm"] = llm.usage.as_dict()

@@ -1,4 +1,7 @@
-"""Executors map per-item work over items; pick one with the `executor` config group."""
+"""Executors map per-item work over items; pick one with the `executor` config group.
+
+``executor.map(fn, items, label=..., cache_hits=..., cost_usd=...)`` shows progress on stderr.
+"""
 from .local import LocalExecutor
 
 

@@ -69,7 +69,8 @@ def recheck_environment(folder: Path, sandbox: Sandbox, max_fields: int, max_row
 
 def recheck_release(root: Path, sandbox: Sandbox, executor, max_fields: int, max_rows: int) -> dict[str, Any]:
     folders = sorted(p for p in root.iterdir() if (p / "metadata.json").is_file())
-    reports = executor.map(lambda f: recheck_environment(f, sandbox, max_fields, max_rows), folders)
+    reports = executor.map(lambda f: recheck_environment(f, sandbox, max_fields, max_rows), folders,
+                           label="recheck")
     by_type: dict[str, dict[str, int]] = {}
     for report in reports:
         counts = by_type.setdefault(report["task_type"], {"environments": 0, "passed": 0, "negatives_rejected": 0})
