@@ -24,12 +24,12 @@ def _copy_project(dest):
         shutil.copytree(PROJECT_ROOT / "examples" / "repos" / repo, dest / "examples" / "repos" / repo)
 
 
-def _run(cwd, *cmd):
+def _run(cwd, *cmd, stdout_only=False):
     env = {**os.environ, "PATH": f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}",
            "TRAILFORGE_CACHE_DIR": str(cwd / ".trailforge" / "cache"), "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, f"{cmd} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done.stdout + done.stderr
+    return done.stdout if stdout_only else done.stdout + done.stderr  # progress lines go to stderr
 
 
 def _stats(project, stage):
@@ -67,24 +67,35 @@ def test_tiny_recipe_builds_verifies_and_rebuilds_only_what_changed(tmp_path):
         else:
             assert ".py" in suffixes, "completion and correction hand over the program to repair"
 
+    # The lineage stage links every released environment to its seed program and its repository.
+    import networkx as nx
+
+    graph = nx.node_link_graph(json.loads((project / "outputs/lineage/graph.json").read_text()), edges="edges")
+    for env in envs:
+        meta = json.loads((project / "outputs/release/environments" / env / "metadata.json").read_text())
+        assert list(graph.predecessors(env)) == [f"seed:{meta['seed_id']}"]
+        assert nx.has_path(graph, f"repo:{meta['repo_id']}", env)
+    assert _stats(project, "lineage")["roots"] == len(TINY_REPOS)
+    assert (project / "outputs/release/README.md").is_file() and (project / "outputs/release/report/index.html").is_file()
+
     import datasets
 
     loaded = datasets.load_from_disk(str(project / "outputs/release/dataset"))
     assert sorted(loaded) == sorted(by_type) and loaded["reproduction"].num_rows == RUNNABLE_SCRIPTS
 
     # A fresh re-check from the exported folders alone: no cache, reference accepted, every control rejected.
-    summary = json.loads(_run(project, *trailforge, "recheck"))
+    summary = json.loads(_run(project, *trailforge, "recheck", stdout_only=True))
     assert summary["passed"] == summary["environments"] == verified, summary["failures"][:3]
 
     assert "changed" not in _run(project, *dvc, "status").lower()
     assert "Running stage" not in _run(project, *dvc, "repro")
 
-    # A verifier change re-runs verify (and release only if verify's output changed), nothing upstream,
+    # A verifier change re-runs verify and what follows it (release reads all of params.yaml), nothing upstream,
     # and every reference run comes from the cache.
     _run(project, *trailforge, "compose", "recipe=tiny", "verifier.rtol=1e-5")
     log = _run(project, *dvc, "repro")
     ran = [line.split("'")[1] for line in log.splitlines() if line.startswith("Running stage")]
-    assert ran[0] == "verify" and set(ran) <= {"verify", "release"}
+    assert ran[0] == "verify" and set(ran) <= {"verify", "release", "lineage", "decontaminate", "sample"}
     counters = _stats(project, "verify")["counters"]
     assert counters.get("reference_runs_executed", 0) == 0
     assert counters["reference_runs_cached"] >= 2 * verified

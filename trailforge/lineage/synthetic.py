@@ -95,6 +95,7 @@ def planted_corpus(n_items: int, seed: int = 0, mean_family_size: float = 8.0, e
     family_of: dict[str, int] = {}
     depth: dict[str, int] = {}
     ancestors: dict[str, set[str]] = {}
+    started: list[int] = []
     convergent: set[tuple[str, str]] = set()
     quality = rng.uniform(0.2, 0.9, size=n_families)
     schedule = np.repeat(np.arange(n_families), family_sizes)
@@ -105,6 +106,7 @@ def planted_corpus(n_items: int, seed: int = 0, mean_family_size: float = 8.0, e
         item_id = f"T{step:06d}"
         parents: list[tuple[str, str]] = []
         if not members[family]:
+            started.append(family)
             text = fresh(family, int(rng.integers(60, 140)))
             result = fresh(family, 30)
             depth[item_id] = 0
@@ -123,8 +125,8 @@ def planted_corpus(n_items: int, seed: int = 0, mean_family_size: float = 8.0, e
                 text = noisy(window(base, rng.uniform(0.4, 0.6), "head") + fresh(family, int(len(base) * rng.uniform(0.5, 0.8))), family, noise)
                 result = fresh(family, 30)
             else:
-                others = [f for f in range(n_families) if members[f] and members[f][-1] != parent]
-                other_family = family if (rng.random() < 0.4 or not others) else int(rng.choice(others))
+                # constant time per step: families are drawn from those already started
+                other_family = family if rng.random() < 0.4 else started[int(rng.integers(len(started)))]
                 # a merge joins branches: the second parent is neither an ancestor nor a descendant of the first
                 other_pool = [m for m in members[other_family] if m != parent and m not in ancestors[parent]
                               and parent not in ancestors[m]]
@@ -141,18 +143,20 @@ def planted_corpus(n_items: int, seed: int = 0, mean_family_size: float = 8.0, e
             parents.insert(0, (parent, op))
             depth[item_id] = 1 + max(depth[p] for p, _ in parents)
             if rng.random() < convergent_rate:
-                donors = [i.item_id for i in items if family_of[i.item_id] != family]
-                if donors:
-                    donor = donors[int(rng.integers(len(donors)))]
-                    result = noisy(outputs_of[donor], family, noise)
-                    convergent.add((donor, item_id))
+                for _ in range(10):  # a few draws find an item of another family, in constant time
+                    donor = items[int(rng.integers(len(items)))].item_id
+                    if family_of[donor] != family:
+                        result = noisy(outputs_of[donor], family, noise)
+                        convergent.add((donor, item_id))
+                        break
         explicit = [p for p, _ in parents] if parents and rng.random() < explicit_rate else []
         if parents and not explicit and rng.random() < back_reference_rate:
             text = text + ["continuing", "from", parents[0][0]]
-        ancestors[item_id] = set()
+        ancestors[item_id] = set()  # within the family only: cross-family sets would grow with the corpus
         for p, op in parents:
             edges.add((p, item_id, op))
-            ancestors[item_id] |= ancestors[p] | {p}
+            if family_of[p] == family:
+                ancestors[item_id] |= ancestors[p] | {p}
         tokens_of[item_id], outputs_of[item_id] = text, result
         members[family].append(item_id)
         family_of[item_id] = family
