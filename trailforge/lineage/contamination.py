@@ -130,7 +130,7 @@ def _spread(graph: nx.DiGraph, seeds: dict[str, tuple[str, str, dict]], neighbou
         weight = -negative
         labels[node] = Label(weight, source, reason, list(path))
         for nxt in sorted(neighbours(node)):
-            if nxt not in labels and weight * decay > 1e-6:
+            if nxt not in labels and weight * decay > 0:  # no floor: a descendant 30 hops down is still one
                 heapq.heappush(heap, (-(weight * decay), nxt, source, reason, path + (nxt,)))
     return labels
 

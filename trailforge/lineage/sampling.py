@@ -3,9 +3,10 @@
 - ``farthest_point``: greedy farthest-point sampling in lineage distance (shortest path over the
   undirected graph, each edge costing its type's weight; unrelated items are ``disconnected``
   apart). It reaches every family before it takes a second item from any.
-- ``root_anchored``: budget B = c x l x k: k roots (root granularity), c branches from each root
-  (lineage breadth), l items down each branch, one per layer (refinement depth). A corpus too
-  small for the shape yields fewer than B items; the shortfall is reported, not padded.
+- ``root_anchored``: budget B = c x l x k: k roots (root granularity), breadth-first from each
+  down l layers (refinement depth), at most c items per layer spread over the root's branches
+  (lineage breadth). A corpus too small for the shape yields fewer than B items; the shortfall is
+  reported, not padded.
 - ``adaptive``: an upper-confidence-bound loop over the (c, l, k) factorisations of B. Each round
   draws a root-anchored sample for one arm and scores it by the proxy scores of its items; the
   final sample uses the arm with the best mean reward.
@@ -69,11 +70,13 @@ def _children(graph: nx.DiGraph, node: str, rng: np.random.Generator) -> list[st
 
 
 def root_anchored(graph: nx.DiGraph, candidates: list[str], c: int, l: int, k: int, seed: int) -> list[str]:
-    """k roots; from each, up to c branches; along each branch, up to l items, one per layer.
+    """k roots; from each, breadth-first down l layers that hold candidates, at most c items per layer.
 
-    Roots are nodes without parents (provenance nodes count: in a release, the repositories). A
-    branch starts at one of the root's children and goes down one randomly chosen child per layer,
-    so l is a refinement depth. Only candidates are taken; other nodes are walked through.
+    Roots are nodes without parents (provenance nodes count: in a release, the repositories).
+    Within a layer the c items are spread round-robin over the root's branches (the root's
+    children that lead to them), so breadth means branches, not siblings of one branch. Layers
+    without candidates (seed-program nodes between a repository and its environments) are walked
+    through without counting.
     """
     pool = set(candidates)
     rng = np.random.default_rng(seed)
@@ -81,24 +84,33 @@ def root_anchored(graph: nx.DiGraph, candidates: list[str], c: int, l: int, k: i
     roots = [roots[i] for i in rng.permutation(len(roots))]
     picked: list[str] = []
     taken: set[str] = set()
-
-    def take(node: str) -> bool:
-        if node in pool and node not in taken:
-            taken.add(node)
-            picked.append(node)
-            return True
-        return False
-
     for root in roots[:k]:
-        root_taken = take(root)
-        for branch_number, child in enumerate(_children(graph, root, rng)[:c] or [None]):
-            depth = 1 if (root_taken and branch_number == 0) else 0  # the root is the first layer of one branch
-            node = child
-            while node is not None and depth < l:
-                if take(node):
-                    depth += 1
-                kids = [x for x in _children(graph, node, rng) if x not in taken]
-                node = kids[0] if kids else None
+        branch_of = {root: root}
+        layer, seen, counted = [root], {root}, 0
+        while layer and counted < l:
+            eligible = [n for n in layer if n in pool and n not in taken]
+            if eligible:
+                by_branch: dict[str, list[str]] = {}
+                for node in eligible:
+                    by_branch.setdefault(branch_of[node], []).append(node)
+                queues = [[group[i] for i in rng.permutation(len(group))] for _, group in sorted(by_branch.items())]
+                queues = [queues[i] for i in rng.permutation(len(queues))]
+                chosen = []
+                while len(chosen) < c and any(queues):
+                    for queue in queues:
+                        if queue and len(chosen) < c:
+                            chosen.append(queue.pop(0))
+                taken.update(chosen)
+                picked.extend(chosen)
+                counted += 1
+            following = []
+            for node in layer:
+                for kid in sorted(graph.successors(node)):
+                    if kid not in seen:
+                        seen.add(kid)
+                        branch_of[kid] = kid if node == root else branch_of[node]
+                        following.append(kid)
+            layer = following
     return sorted(picked)
 
 

@@ -66,3 +66,12 @@ def test_benchmark_overlap_near_duplicates_and_failed_evaluations_are_seeds(tmp_
 def test_a_missing_benchmark_path_is_named():
     with pytest.raises(FileNotFoundError, match="lineage.contamination.benchmarks: /nonexistent"):
         benchmark_texts(["/nonexistent"])
+
+
+def test_a_long_refinement_chain_is_followed_to_its_end():
+    chain = [f"v{i}" for i in range(60)]
+    g = nx.DiGraph()
+    nx.add_path(g, chain)
+    labels = propagate(g, {"v0": ("bench", "benchmark_ngram", {})}, ContaminationSettings(decay=0.5))
+    assert set(labels) == set(chain) and labels["v59"].weight == 0.5 ** 59
+    assert propagate(g, {"v0": ("b", "r", {})}, ContaminationSettings(decay=0.0)).keys() == {"v0"}

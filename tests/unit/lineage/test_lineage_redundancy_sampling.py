@@ -60,14 +60,16 @@ def test_root_anchored_follows_the_shape():
     g = nx.DiGraph()
     for r in "AB":
         for b in range(3):
-            chain = [r] + [f"{r}{b}{d}" for d in range(4)]
-            nx.add_path(g, chain)
-    candidates = [n for n in g if len(n) > 1]  # roots themselves are not items here
+            nx.add_path(g, [r] + [f"{r}{b}{d}" for d in range(4)])
+    candidates = [n for n in g if len(n) > 1]  # the roots themselves are not items here
     picked = root_anchored(g, candidates, c=2, l=3, k=1, seed=0)
-    assert len(picked) == 6
-    root_of = {p[0] for p in picked}
-    assert len(root_of) == 1  # k = 1 root
-    assert len({p[:2] for p in picked}) == 2 and all(int(p[2]) < 3 for p in picked)  # c = 2 branches, l = 3 deep
+    assert len(picked) == 6 and len({p[0] for p in picked}) == 1          # k = 1 root
+    for depth in range(3):                                                # l = 3 layers,
+        assert sum(1 for p in picked if int(p[2]) == depth) == 2          # c = 2 per layer
+    assert all(int(p[2]) < 3 for p in picked)
+    layer0 = [p for p in picked if p[2] == "0"]
+    assert layer0[0][1] != layer0[1][1]                                   # from different branches
+    assert len(root_anchored(g, candidates, c=3, l=4, k=2, seed=0)) == 24
 
 
 def test_with_a_large_disconnected_distance_farthest_point_reaches_every_family_first(planted):
