@@ -11,6 +11,7 @@ from .items import LineageItem
 from .metrics import selection_metrics
 from .redundancy import RedundancySettings, ancestry_sets, diminishing_refinements, redundant_pairs
 from .sampling import adaptive, farthest_point, root_anchored, uniform
+from ..io.progress import Progress
 from ..io.rows import LineageRow
 
 
@@ -41,8 +42,11 @@ def redundancy_settings(cfg) -> RedundancySettings:
 def build_lineage(items: list[LineageItem], cfg) -> tuple[LineageGraph, list[LineageRow], dict[str, Any]]:
     """Graph, one row per item (contamination, redundancy, roots) and the figures for stats.json."""
     lineage = LineageGraph(edge_settings(cfg))
-    for start in range(0, len(items), cfg.batch_size):
-        lineage.add_batch(items[start:start + cfg.batch_size])
+    with Progress("lineage", len(items)) as progress:
+        for start in range(0, len(items), cfg.batch_size):
+            batch = items[start:start + cfg.batch_size]
+            lineage.add_batch(batch)
+            progress.advance(len(batch))
     graph = lineage.graph
     by_id = {i.item_id: i for i in items if i.item_id in lineage.entries}
     index = BenchmarkIndex(benchmark_texts(cfg.contamination.benchmarks), contamination_settings(cfg)) \

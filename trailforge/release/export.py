@@ -27,6 +27,7 @@ from typing import Any
 from ..envs.tasks import eval_script
 from ..envs.verify import expected_document, wrong_answers
 from ..io import VerifiedTaskRow
+from ..io.progress import Progress
 
 DATASET_COLUMNS = [
     "env_id", "task_type", "repo_id", "discipline", "statement", "answer_schema", "expected_answer",
@@ -184,8 +185,10 @@ def release(tasks: list[VerifiedTaskRow], out: Path) -> dict[str, Any]:
     if env_root.exists():
         shutil.rmtree(env_root)
     env_root.mkdir(parents=True)
-    for task in tasks:
-        write_environment(task, env_root)
+    with Progress("release", len(tasks)) as progress:
+        for task in tasks:
+            write_environment(task, env_root)
+            progress.advance()
     dataset_dir = out / "dataset"
     if dataset_dir.exists():
         shutil.rmtree(dataset_dir)
