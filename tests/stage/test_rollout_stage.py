@@ -17,9 +17,11 @@ def _call(name, arguments):
 
 
 def search(envs) -> str:
-    """What a curious agent tries: the environment folder by absolute path, and any expected.json on the disk."""
+    """What a curious agent tries: the environment folder by absolute path, and any expected.json under the
+    test's own temporary tree (searching the whole disk would also meet other checkouts' outputs, which
+    the local backend does not hide: see the README's sandbox section)."""
     return (f"ls {envs}; cat {envs}/*/eval/expected.json {envs}/*/solution/*.py; "
-            "find /tmp /root /home /work -name expected.json 2>/dev/null; "
+            f"timeout 2 find {envs.parents[3]} /root /home -name expected.json 2>/dev/null; "
             "echo searched")
 
 
