@@ -1,4 +1,5 @@
 """Stage rollout: agent episodes in every exported environment, rejection-sampled into trajectories and an SFT file."""
+import sys
 from pathlib import Path
 
 from trailforge.cache import ContentCache, cache_dir_from_env
@@ -13,6 +14,8 @@ from trailforge.sandbox import build_sandbox
 def main() -> None:
     args = stage_args(__doc__, inputs=["environments"])
     cfg = params_or_exit(args.params)
+    if cfg.harness.kind != "rollout":
+        sys.exit(f"error: the rollout stage needs harness=default (a rollout harness), not harness.kind={cfg.harness.kind}")
     recorder = StageRecorder("rollout")
     cache = ContentCache(cache_dir_from_env())
     llm = model_or_exit(cfg, "the rollout stage", cache)

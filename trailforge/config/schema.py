@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Strict(BaseModel):
@@ -172,6 +172,7 @@ class TasksConfig(_Strict):
 class HarnessConfig(_Strict):
     """The agent loop of the rollout stage: limits, attempts and what to keep."""
 
+    kind: Literal["rollout"] = "rollout"
     max_steps: int = Field(30, ge=1)
     wall_clock_s: float = Field(900.0, gt=0)
     command_timeout_s: float = Field(60.0, gt=0)
@@ -183,6 +184,48 @@ class HarnessConfig(_Strict):
     max_context_tokens: int = Field(32768, ge=1, description="longer successful trajectories stay out of the SFT file")
     system_prompt: str | None = Field(None, description="replaces the built-in system prompt")
     task_template: str = Field("{statement}", description="the first user message; {statement} is the task")
+
+
+class IdeationHarnessConfig(_Strict):
+    """The IdeaTrail loop: cases, turn budget, stage shares, retries and the thresholds a trajectory must meet."""
+
+    kind: Literal["ideation"] = "ideation"
+    proposals: str = Field("examples/ideation/proposals", description="a folder of cases, each with research_proposal.md")
+    cutoff: str = Field(description="information cutoff (YYYY-MM-DD) for every case; a case's cutoff.txt overrides it")
+    max_turns: int = Field(20, ge=5, description="turn budget of a proposal-extension trajectory")
+    stage_shares: dict[Literal["evidence", "claim_audit", "synthesis", "idea", "proposal"], float] = Field(
+        default_factory=lambda: {"evidence": 0.3, "claim_audit": 0.2, "synthesis": 0.2, "idea": 0.15,
+                                 "proposal": 0.15})
+    max_retries_per_turn: int = Field(2, ge=0, description="asks again after a failed turn before rejecting the case")
+    advisor_check: Literal["turn", "none"] = Field("turn", description="the Advisor model reviews every turn")
+    direction_attempts: int = Field(3, ge=1, description="visible directions tried before the case is rejected")
+    fuzzy_threshold: float = Field(90.0, ge=50, le=100, description="rapidfuzz score that counts as a fuzzy leak")
+    convergence_threshold: float = Field(0.6, ge=0, le=1, description="gamma: judge score to extend to a proposal")
+    min_grounding: float = Field(0.5, ge=0, le=1, description="eta: share of citations pointing at observed sources")
+    min_naturalness: float = Field(3.0, ge=1, le=5, description="nu: rubric naturalness to keep a trajectory")
+    portraits: bool = Field(False, description="condition the Generator on a profile of the case's author "
+                            "(author.txt in the case folder) distilled from their earlier papers in the corpus")
+
+    @field_validator("cutoff")
+    @classmethod
+    def _iso_date(cls, value: str) -> str:
+        from datetime import date
+
+        try:
+            date.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"'{value}' is not a date like 2025-06-30") from None
+        return value
+
+
+class ResearchToolsConfig(_Strict):
+    """The literature corpus and limits of the seven research tools (WebSearch, Scraper, View, Write, ...)."""
+
+    corpus: list[str] = Field(default_factory=lambda: ["examples/ideation/corpus.jsonl"], min_length=1,
+                              description="JSONL papers or arXiv metadata snapshot files")
+    format: Literal["auto", "jsonl", "arxiv"] = "auto"
+    max_results: int = Field(10, ge=1, le=20)
+    max_observation_chars: int = Field(12000, ge=500)
 
 
 class LocalExecutorConfig(_Strict):
@@ -348,7 +391,8 @@ class TrailforgeConfig(_Strict):
     budget: BudgetConfig
     tasks: TasksConfig
     verifier: VerifierConfig
-    harness: HarnessConfig
+    harness: HarnessConfig | IdeationHarnessConfig = Field(discriminator="kind")
+    tools: ResearchToolsConfig = ResearchToolsConfig()
     executor: LocalExecutorConfig
     publish: PublishConfig
     llm: NoLLMConfig | LLMConfig = Field(discriminator="provider")
@@ -357,4 +401,4 @@ class TrailforgeConfig(_Strict):
 
 
 GROUPS = ("source", "domain", "sandbox", "budget", "tasks", "verifier", "harness", "executor", "publish", "llm",
-          "lineage")
+          "lineage", "tools")

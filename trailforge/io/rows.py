@@ -173,3 +173,16 @@ class LineageRow(_Row):
     score: float | None = None
     passed: bool | None = None
     weight: float = 1.0                    # sampling weight after decontamination
+
+
+class IdeationRow(_Row):
+    """One kept ideation trajectory: its public record and what the checks measured."""
+
+    sample_id: str
+    endpoint: Literal["idea_only", "proposal_extension"]
+    grade: str | None
+    turns: int
+    retries: dict[str, int]
+    convergence: dict[str, Any]
+    qc: dict[str, Any]
+    record: dict[str, Any]
