@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import math
-from collections import deque
 
 import networkx as nx
 import numpy as np
