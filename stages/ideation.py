@@ -11,6 +11,7 @@ from trailforge.cache import ContentCache, cache_dir_from_env
 from trailforge.ideation.corpus import LiteratureIndex
 from trailforge.ideation.pipeline import CaseRejected, run_case
 from trailforge.ideation.record import serialize_record
+from trailforge.ideation.tools import ArxivAPIBackend
 from trailforge.io import IdeationRow, StageRecorder
 from trailforge.io.progress import Progress
 from trailforge.io.stage import model_or_exit, params_or_exit, print_summary, stage_args, timed
@@ -24,7 +25,10 @@ def main() -> None:
         sys.exit("error: the ideation stage needs harness=ideation (recipe=ideatrail sets it)")
     cache = ContentCache(cache_dir_from_env())
     llm = model_or_exit(cfg, "the ideation stage (recipe=ideatrail)", cache)
-    index, unreadable = LiteratureIndex.from_files(cfg.tools.corpus, cfg.tools.format)
+    if cfg.tools.backend == "arxiv_api":
+        index, unreadable = ArxivAPIBackend(min_interval_s=cfg.tools.min_request_interval_s), []
+    else:
+        index, unreadable = LiteratureIndex.from_files(cfg.tools.corpus, cfg.tools.format)
     recorder = StageRecorder("ideation")
     for where, reason, message in unreadable:
         recorder.reject(where, reason, message)

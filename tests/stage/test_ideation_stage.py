@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-
 from conftest import PROJECT_ROOT, run_stage, stats
 from trailforge.config import compose, validate, write_params
 from trailforge.ideation.record import validate_record

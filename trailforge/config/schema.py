@@ -224,6 +224,9 @@ class ResearchToolsConfig(_Strict):
     corpus: list[str] = Field(default_factory=lambda: ["examples/ideation/corpus.jsonl"], min_length=1,
                               description="JSONL papers or arXiv metadata snapshot files")
     format: Literal["auto", "jsonl", "arxiv"] = "auto"
+    backend: Literal["offline", "arxiv_api"] = Field(
+        "offline", description="offline: BM25 over `corpus`; arxiv_api: the live arXiv API (network, rate-limited)")
+    min_request_interval_s: float = Field(3.0, ge=0, description="arxiv_api: seconds between requests")
     max_results: int = Field(10, ge=1, le=20)
     max_observation_chars: int = Field(12000, ge=500)
 

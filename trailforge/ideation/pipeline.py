@@ -44,7 +44,7 @@ from .leakage import STAGES, LeakageLock, find_leaks
 from .proposal import ProposalSeed, load_proposal
 from .qc import CaseContext, check_trajectory
 from .record import VALUE_KEY, build_record
-from .tools import TOOL_SCHEMAS, ResearchSession
+from .tools import TOOL_SCHEMAS, ResearchSession, ToolLimits
 
 ARTIFACTS = {"claim_audit": "claim_audit.md", "synthesis": "synthesis.md", "idea": "idea_candidates.md",
              "proposal": "research_proposal.md"}
@@ -418,16 +418,15 @@ def run_case(proposal_path: Path, llm, index, settings, tools_settings, workspac
     workspace = workspace_root / case_id
     if workspace.exists():
         shutil.rmtree(workspace)  # a re-run starts the case afresh; the model replies come from the cache
-    from .tools import ToolLimits
-
     session = ResearchSession(index, cutoff, workspace,
                               ToolLimits(max_observation_chars=tools_settings.max_observation_chars,
                                          default_results=tools_settings.max_results))
-    case = CaseContext(locks=locks, turn_stages=[], known_paper_titles=[p.title for p in index.papers],
+    # A live backend has no full paper list: the title check then covers only what the trajectory saw.
+    case = CaseContext(locks=locks, turn_stages=[], known_paper_titles=[p.title for p in getattr(index, "papers", [])],
                        fuzzy_threshold=settings.fuzzy_threshold)
     author_file = proposal_path.parent / "author.txt"
     profile = portrait(author_file.read_text(encoding="utf-8").strip(), index, cutoff, llm) \
-        if settings.portraits and author_file.is_file() else None
+        if settings.portraits and author_file.is_file() and hasattr(index, "papers_by_author") else None
     messages, turn_stages, retries = generate(direction, milestones, session, case, llm, settings, context,
                                               anchors, cutoff, stop_after="idea", profile=profile)
     idea_text = _artifacts(workspace).get(ARTIFACTS["idea"])
