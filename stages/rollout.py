@@ -35,7 +35,7 @@ def main() -> None:
 
     with timed(recorder.figures):
         trajectories = build_executor(cfg.executor).map(one, work, label="rollout", cache_hits=lambda: cache.stats.hits,
-                                                         cost_usd=lambda: llm.usage.cost_usd)
+                                                         cost_usd=lambda: llm.usage.cost_usd, figures=recorder.figures)
     rows = select(trajectories, cfg.harness.keep_failures, recorder)
     recorder.figures["solvability"] = solvability(trajectories)
     recorder.figures["llm"] = llm.usage.as_dict()

@@ -27,7 +27,7 @@ def main() -> None:
                       for c in find_candidates(snap, unusable, cfg.budget.max_seeds_per_repo, recorder)]
         recorder.count("candidates", len(candidates))
         rows = executor.map(lambda c: run_candidate(c, sandbox, cache, cfg.sandbox.timeout_s, recorder), candidates,
-                            label="seeds", cache_hits=lambda: cache.stats.hits)
+                            label="seeds", cache_hits=lambda: cache.stats.hits, figures=recorder.figures)
         rows = [r for r in rows if r is not None]
         model_steps = cfg.tasks.seeds
         if model_steps.judge or model_steps.consolidate:
@@ -54,7 +54,7 @@ def _with_model(rows, cfg, sandbox, cache, executor, recorder, trees):
         return seed
 
     kept = [r for r in executor.map(one, rows, label="seeds (model)", cache_hits=lambda: cache.stats.hits,
-                                    cost_usd=lambda: llm.usage.cost_usd) if r is not None]
+                                    cost_usd=lambda: llm.usage.cost_usd, figures=recorder.figures) if r is not None]
     recorder.figures["llm"] = llm.usage.as_dict()
     return kept
 

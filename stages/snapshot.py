@@ -17,7 +17,7 @@ def main() -> None:
     with timed(recorder.figures):
         rows = executor.map(
             lambda repo: snapshot_repo(repo, Path.cwd(), out / "trees", cfg.budget.max_file_bytes, recorder), repos,
-            label="snapshot")
+            label="snapshot", figures=recorder.figures)
     print_summary(recorder.write([r for r in rows if r is not None], SnapshotRow, out))
 
 

@@ -20,19 +20,19 @@ def main() -> None:
         return
     llm = model_or_exit(cfg, "tasks.statements=model", ContentCache(cache_dir_from_env()))
     executor = build_executor(cfg.executor)
-    done: dict[str, TaskRow] = {}
 
-    def one(task: TaskRow) -> None:
+    def one(task: TaskRow) -> TaskRow:
+        # The row comes back as the result (not through a dict on the driver), so it also works on Ray.
         try:
-            done[task.task_id] = rewrite_statement(task, llm, recorder)
+            return rewrite_statement(task, llm, recorder)
         except BudgetExhausted as exc:
             recorder.count("statements_left_by_budget")
             recorder.figures["budget"] = exc.message
+            return task  # past the budget a task keeps its deterministic statement
 
     with timed(recorder.figures):
-        executor.map(one, tasks, label="statements", cache_hits=lambda: llm.usage.cached_calls,
-                     cost_usd=lambda: llm.usage.cost_usd)
-    rows = [done.get(t.task_id, t) for t in tasks]  # past the budget a task keeps its deterministic statement
+        rows = executor.map(one, tasks, label="statements", cache_hits=lambda: llm.usage.cached_calls,
+                            cost_usd=lambda: llm.usage.cost_usd, figures=recorder.figures)
     recorder.figures["llm"] = llm.usage.as_dict()
     left = recorder.counters.get("statements_left_by_budget", 0)
     if left:

@@ -19,7 +19,7 @@ def main() -> None:
     with timed(recorder.figures):
         per_seed = executor.map(
             lambda s: build_seed_tasks(s, workflows.get(s.seed_id), cfg, sandbox, cache, recorder), seeds,
-            label="tasks", cache_hits=lambda: cache.stats.hits)
+            label="tasks", cache_hits=lambda: cache.stats.hits, figures=recorder.figures)
     rows = sorted((task for tasks in per_seed for task in tasks), key=lambda t: t.task_id)
     recorder.figures["by_task_type"] = {kind: sum(t.task_type == kind for t in rows)
                                         for kind in cfg.tasks.types}

@@ -38,7 +38,7 @@ def main() -> None:
 
     with timed(recorder.figures):
         rows = executor.map(one, tasks, label="verify", cache_hits=lambda: cache.stats.hits,
-                           cost_usd=(lambda: llm.usage.cost_usd) if llm else None)
+                           cost_usd=(lambda: llm.usage.cost_usd) if llm else None, figures=recorder.figures)
     recorder.figures["cache"] = cache.stats.as_dict()
     if llm is not None:
         recorder.figures["llm"] = llm.usage.as_dict()

@@ -19,7 +19,7 @@ def main() -> None:
         rows = executor.map(
             lambda s: trace_seed(s, sandbox, cache, recorder, cfg.tasks.subflow.min_upstream_ops,
                                  cfg.budget.max_table_rows),
-            seeds, label="workflows", cache_hits=lambda: cache.stats.hits,
+            seeds, label="workflows", cache_hits=lambda: cache.stats.hits, figures=recorder.figures,
         )
     recorder.figures["cache"] = cache.stats.as_dict()
     print_summary(recorder.write([r for r in rows if r is not None], WorkflowRow, Path(args.out)))

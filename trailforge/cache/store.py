@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..executor import events as executor_events
+
 DEFAULT_CACHE_DIR = ".trailforge/cache"
 
 
@@ -43,6 +45,7 @@ class CacheStats:
     misses: int = 0
     by_op: dict[str, dict[str, int]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _event_token: str | None = field(default=None, repr=False, compare=False)
 
     def record(self, op: str, hit: bool) -> None:
         with self._lock:
@@ -52,6 +55,20 @@ class CacheStats:
                 self.misses += 1
             counts = self.by_op.setdefault(op, {"hits": 0, "misses": 0})
             counts["hits" if hit else "misses"] += 1
+        executor_events.note(self._event_token, "record", op, hit)
+
+    # A remote executor pickles the cache with the item function; the copy on the worker counts as usual
+    # and notes every lookup, which the driver replays into these stats (trailforge.executor.events).
+    # The entries themselves need no replay: the cache root is a directory every node reads and writes.
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k != "_lock"}
+        state["by_op"] = {op: dict(counts) for op, counts in self.by_op.items()}
+        state["_event_token"] = executor_events.token_for(self)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def as_dict(self) -> dict[str, Any]:
         return {"hits": self.hits, "misses": self.misses, "by_op": dict(sorted(self.by_op.items()))}

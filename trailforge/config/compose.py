@@ -128,7 +128,7 @@ def _allowed_keys(loc: tuple, option: str | None = None) -> list[str]:
     return sorted(model.model_fields) if model else []
 
 
-_DISCRIMINATORS = {"sandbox": "backend", "llm": "provider", "source": "kind", "harness": "kind"}
+_DISCRIMINATORS = {"sandbox": "backend", "llm": "provider", "source": "kind", "harness": "kind", "executor": "kind"}
 
 
 def _model_in(annotation: Any, option: str | None = None) -> type[BaseModel] | None:

@@ -236,6 +236,27 @@ class LocalExecutorConfig(_Strict):
     max_workers: int = Field(2, ge=1)
 
 
+class RayResources(_Strict):
+    """What one item of an operation asks the Ray scheduler for."""
+
+    num_cpus: float = Field(1.0, ge=0)
+    memory_mb: int | None = Field(None, ge=1)
+
+
+class RayExecutorConfig(_Strict):
+    """Per-item work as Ray tasks on a cluster; the project folder and the cache must be on every node."""
+
+    kind: Literal["ray"] = "ray"
+    address: str | None = Field(None, description="a running cluster (host:port or ray://...); empty: a local one")
+    max_in_flight: int = Field(64, ge=1, description="items submitted and not yet finished, at most")
+    num_cpus_per_item: float = Field(1.0, ge=0)
+    memory_mb_per_item: int | None = Field(None, ge=1)
+    operations: dict[str, RayResources] = Field(
+        default_factory=dict, description="per map label (seeds, verify, rollout, ...): replaces the per-item hints")
+    max_retries: int = Field(2, ge=0, description="re-runs of an item whose worker or node died")
+    runtime_env: dict = Field(default_factory=dict, description="Ray runtime_env for this job's workers (pip, env_vars, ...)")
+
+
 class PublishConfig(_Strict):
     """Where ``trailforge publish`` pushes the release on the Hugging Face Hub.
 
@@ -396,7 +417,7 @@ class TrailforgeConfig(_Strict):
     verifier: VerifierConfig
     harness: HarnessConfig | IdeationHarnessConfig = Field(discriminator="kind")
     tools: ResearchToolsConfig = ResearchToolsConfig()
-    executor: LocalExecutorConfig
+    executor: LocalExecutorConfig | RayExecutorConfig = Field(discriminator="kind")
     publish: PublishConfig
     llm: NoLLMConfig | LLMConfig = Field(discriminator="provider")
     lineage: LineageConfig = LineageConfig()

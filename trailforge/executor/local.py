@@ -24,11 +24,14 @@ class LocalExecutor:
 
     def map(self, fn: Callable[[Item], Result], items: Iterable[Item], *, label: str = "items",
             cache_hits: Callable[[], int] | None = None,
-            cost_usd: Callable[[], float] | None = None) -> list[Result]:
+            cost_usd: Callable[[], float] | None = None,
+            figures: dict | None = None) -> list[Result]:
         """``[fn(item) for item in items]``, in input order, reporting progress under ``label``.
 
         ``cache_hits`` and ``cost_usd`` are read each time progress is shown, e.g.
         ``cache_hits=lambda: cache.stats.hits`` or ``cost_usd=lambda: llm.usage.cost_usd``.
+        ``figures`` is where a distributed executor records per-node throughput; one machine has
+        nothing to add, so it is left as it is.
         """
         items = list(items)
         with Progress(label, len(items), cache_hits=cache_hits, cost_usd=cost_usd) as progress:

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
+from ..executor import events as executor_events
 from .rows import Reject
 
 Row = TypeVar("Row", bound=BaseModel)
@@ -129,15 +130,41 @@ class StageRecorder:
         self.counters: Counter[str] = Counter()
         self.figures: dict[str, Any] = {}
         self._lock = threading.Lock()  # executors call in from worker threads
+        self._event_token: str | None = None  # set on copies a remote executor runs items with
 
     def reject(self, item_id: str, reason: str, message: str, **detail: Any) -> None:
         reject = Reject(stage=self.stage, item_id=item_id, reason=reason, message=message[:2000], detail=detail)
         with self._lock:
             self.rejects.append(reject)
+        executor_events.note(self._event_token, "reject", item_id, reason, message, **detail)
 
     def count(self, name: str, amount: int = 1) -> None:
         with self._lock:
             self.counters[name] += amount
+        executor_events.note(self._event_token, "count", name, amount)
+
+    # A remote executor pickles the recorder with the item function; the copy on the worker records as
+    # usual and also notes every call, which the driver replays into this object (trailforge.executor.events).
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k != "_lock"}
+        state["figures"] = dict(self.figures)
+        state["_event_token"] = executor_events.token_for(self)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        if self._event_token is not None:
+            self.figures = _NotedFigures(self.figures, self._event_token, ())
+
+    def _replay_figure(self, how: str, path: tuple[str, ...], value: Any) -> None:
+        figures = self.figures
+        for key in path[:-1]:
+            figures = figures.setdefault(key, {})
+        if how == "set":
+            figures[path[-1]] = value
+        else:  # setdefault: an earlier item may already have filled it
+            figures.setdefault(path[-1], value)
 
     def write(self, rows: Iterable[BaseModel], model: type[BaseModel], out: Path) -> dict[str, Any]:
         rows = list(rows)
@@ -158,3 +185,46 @@ class StageRecorder:
         }
         (out / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         return stats
+
+
+class _NotedFigures(dict):
+    """``figures`` of a recorder copy on a remote worker: assignments (also nested ones made through
+    ``setdefault`` or ``[]``) are noted so the driver's recorder ends up with the same figures."""
+
+    def __init__(self, values: dict, token: str, path: tuple[str, ...]):
+        super().__init__(values)
+        self._token, self._path = token, path
+
+    def _wrap(self, key: Any, value: Any) -> Any:
+        if isinstance(value, dict) and not isinstance(value, _NotedFigures):
+            value = _NotedFigures(value, self._token, self._path + (key,))
+            dict.__setitem__(self, key, value)
+        return value
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._wrap(key, dict.__getitem__(self, key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        dict.__setitem__(self, key, value)
+        executor_events.note(self._token, "_replay_figure", "set", self._path + (key,), _plain(value))
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            dict.__setitem__(self, key, default)
+            executor_events.note(self._token, "_replay_figure", "setdefault", self._path + (key,), _plain(default))
+        return self._wrap(key, dict.__getitem__(self, key))
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __reduce__(self):  # goes back to the driver as a plain dict
+        return dict, (_plain(self),)
+
+
+def _plain(value: Any) -> Any:
+    import copy
+
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in dict.items(value)}
+    return copy.deepcopy(value)

@@ -29,6 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..cache import ContentCache
+from ..executor import events as executor_events
 
 LLM_OP = "llm.completion"
 LLM_VERSION = 1
@@ -71,6 +72,7 @@ class Usage:
     cost_usd: float = 0.0
     failures: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _event_token: str | None = field(default=None, repr=False, compare=False)
 
     def add(self, **counts) -> None:
         with self._lock:
@@ -79,6 +81,19 @@ class Usage:
                     self.failures[value] = self.failures.get(value, 0) + 1
                 else:
                     setattr(self, name, getattr(self, name) + value)
+        executor_events.note(self._event_token, "add", **counts)
+
+    # A remote executor pickles the client with the item function; the copy on the worker accounts as
+    # usual and notes every addition, which the driver replays here (trailforge.executor.events).
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k != "_lock"}
+        state["failures"] = dict(self.failures)
+        state["_event_token"] = executor_events.token_for(self)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
 
     def as_dict(self) -> dict[str, Any]:
         return {"calls": self.calls, "cached_calls": self.cached_calls, "retries": self.retries,

@@ -1,0 +1,75 @@
+"""Side effects of per-item work done in another process, sent back and replayed on the driver.
+
+A stage's item function is usually a closure over a ``StageRecorder`` (rejects, counters,
+figures), a ``ContentCache`` (hit/miss stats) and sometimes an ``LLMClient`` (usage). A remote
+executor ships a *copy* of the closure to a worker, so whatever the item records there would be
+lost. Those objects therefore report each recording call to :func:`note`; on a worker, while an
+item runs under :func:`recording`, the calls are collected with the driver-side identity the
+object was given when it was pickled (:func:`identities`), returned with the item's result, and
+:func:`replay`-ed into the original objects, item by item in input order.
+
+Outside a remote item (the local executor, plain use) :func:`note` costs one attribute test and
+does nothing, so local behaviour is unchanged.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Any, Iterator
+
+# Driver side: token -> original object, filled while a map's function and items are pickled.
+_identities: dict[str, Any] | None = None
+# Worker side: the events of the item now running (one Ray task at a time per worker process).
+_events: list[tuple[str, str, tuple, dict]] | None = None
+_events_lock = threading.Lock()  # an item may record from threads of its own
+
+
+@contextlib.contextmanager
+def identities() -> Iterator[dict[str, Any]]:
+    """While pickling on the driver: give every replayable object a token; yields token -> object."""
+    global _identities
+    registry: dict[str, Any] = {}
+    previous, _identities = _identities, registry
+    try:
+        yield registry
+    finally:
+        _identities = previous
+
+
+def token_for(obj: Any) -> str | None:
+    """The driver-side identity of ``obj`` (None when not pickling for a remote executor)."""
+    if _identities is None:
+        return None
+    token = f"{type(obj).__name__}-{id(obj):x}"
+    _identities[token] = obj  # held here, so the id cannot be reused while the map runs
+    return token
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list[tuple[str, str, tuple, dict]]]:
+    """On a worker: collect the events of one item (objects unpickled inside it record into it)."""
+    global _events
+    log: list[tuple[str, str, tuple, dict]] = []
+    previous, _events = _events, log
+    try:
+        yield log
+    finally:
+        _events = previous
+
+
+def note(token: str | None, op: str, *args: Any, **kwargs: Any) -> None:
+    """Record that the driver's object ``token`` must replay ``op(*args, **kwargs)``."""
+    if token is None or _events is None:
+        return
+    with _events_lock:
+        _events.append((token, op, args, kwargs))
+
+
+def replay(targets: dict[str, Any], events: list[tuple[str, str, tuple, dict]]) -> None:
+    """Apply one item's events to the original objects, in the order they happened on the worker."""
+    for token, op, args, kwargs in events:
+        target = targets[token]
+        if op == "figures.__setitem__":
+            target.figures[args[0]] = args[1]
+        else:
+            getattr(target, op)(*args, **kwargs)
