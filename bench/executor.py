@@ -11,7 +11,7 @@
    release card and report are left out since they record the sha256 of params.yaml, which names
    the executor).
 
-    python bench/executor.py [--recipe demo] [--stage tasks] [--demo]
+    python bench/executor.py [--recipe demo] [--stage tasks] [--demo] [--no-throughput]
 """
 from __future__ import annotations
 
@@ -164,10 +164,12 @@ def main() -> None:
     parser.add_argument("--recipe", default="demo")
     parser.add_argument("--stage", default="tasks", choices=sorted(INPUT_ITEMS))
     parser.add_argument("--demo", action="store_true", help="also build the whole corpus both ways and compare hashes")
+    parser.add_argument("--no-throughput", action="store_true", help="skip part 1 (with --demo: only the comparison)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-executor-") as tmp:
-        (Path(tmp) / "throughput").mkdir()
-        throughput(args.recipe, args.stage, Path(tmp) / "throughput")
+        if not args.no_throughput:
+            (Path(tmp) / "throughput").mkdir()
+            throughput(args.recipe, args.stage, Path(tmp) / "throughput")
         if args.demo:
             (Path(tmp) / "demo").mkdir()
             demo(args.recipe, Path(tmp) / "demo")
