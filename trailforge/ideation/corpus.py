@@ -21,17 +21,18 @@ index would rather hide a paper that was in fact available than show one that wa
 from __future__ import annotations
 
 import calendar
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date
 from email.utils import parsedate_to_datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
+
+from ..io.jsonl import json_objects
 
 Reject = tuple[str, str, str]  # (where, reason code, message)
 
@@ -203,28 +204,11 @@ def _in_categories(record: dict[str, Any], prefixes: tuple[str, ...]) -> bool:
 
 # ---------------------------------------------------------------------------------------------- readers
 
-def _json_lines(path: Path) -> Iterator[tuple[str, Any, Reject | None]]:
-    with path.open(encoding="utf-8", errors="replace") as handle:
-        for number, line in enumerate(handle, start=1):
-            where = f"{path.name}:{number}"
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                yield where, None, (where, "malformed_json", str(exc))
-                continue
-            if not isinstance(record, dict):
-                yield where, None, (where, "not_an_object", f"a JSON {type(record).__name__}, not an object")
-                continue
-            yield where, record, None
-
-
 def _read(path: Path, build, keep=lambda record: True) -> tuple[list[Paper], list[Reject]]:
     papers: list[Paper] = []
     rejects: list[Reject] = []
     seen_ids: set[str] = set()
-    for where, record, reject in _json_lines(path):
+    for where, record, reject in json_objects(path):
         if reject:
             rejects.append(reject)
             continue
@@ -265,7 +249,7 @@ CORPUS_FORMATS = ("auto", "jsonl", "arxiv")
 
 def detect_corpus_format(path: str | Path) -> str:
     """``arxiv`` when the first readable record carries arXiv's ``versions`` or ``authors_parsed``."""
-    for _, record, _ in _json_lines(Path(path)):
+    for _, record, _ in json_objects(Path(path)):
         if record is not None:
             return "arxiv" if ("versions" in record or "authors_parsed" in record) else "jsonl"
     return "jsonl"

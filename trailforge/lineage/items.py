@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..io.jsonl import json_objects
+
 
 @dataclass
 class LineageItem:
@@ -79,23 +81,14 @@ def item_from_record(record: dict[str, Any], fields: dict[str, str], where: str)
 def read_jsonl(path: Path, fields: dict[str, str]) -> tuple[list[LineageItem], list[tuple[str, str, str]]]:
     """Items of a JSONL file, and ``(where, reason, message)`` for each line that could not be used."""
     items, rejects = [], []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            where = f"{path.name}:{number}"
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                rejects.append((where, "malformed_json", str(exc)))
-                continue
-            if not isinstance(record, dict):
-                rejects.append((where, "not_an_object", f"a JSON {type(record).__name__}, not an object"))
-                continue
-            try:
-                items.append(item_from_record(record, fields, where))
-            except InputError as exc:
-                rejects.append((where, "missing_field", str(exc)))
+    for where, record, reject in json_objects(path):
+        if reject:
+            rejects.append(reject)
+            continue
+        try:
+            items.append(item_from_record(record, fields, where))
+        except InputError as exc:
+            rejects.append((where, "missing_field", str(exc)))
     return items, rejects
 
 
