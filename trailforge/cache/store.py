@@ -61,14 +61,10 @@ class CacheStats:
     # and notes every lookup, which the driver replays into these stats (trailforge.executor.events).
     # The entries themselves need no replay: the cache root is a directory every node reads and writes.
     def __getstate__(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k != "_lock"}
-        state["by_op"] = {op: dict(counts) for op, counts in self.by_op.items()}
-        state["_event_token"] = executor_events.token_for(self)
-        return state
+        return executor_events.shipped_state(self, "by_op")
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+        executor_events.restore_state(self, state)
 
     def as_dict(self) -> dict[str, Any]:
         return {"hits": self.hits, "misses": self.misses, "by_op": dict(sorted(self.by_op.items()))}

@@ -14,6 +14,7 @@ does nothing, so local behaviour is unchanged.
 from __future__ import annotations
 
 import contextlib
+import copy
 import threading
 from typing import Any, Iterator
 
@@ -68,8 +69,21 @@ def note(token: str | None, op: str, *args: Any, **kwargs: Any) -> None:
 def replay(targets: dict[str, Any], events: list[tuple[str, str, tuple, dict]]) -> None:
     """Apply one item's events to the original objects, in the order they happened on the worker."""
     for token, op, args, kwargs in events:
-        target = targets[token]
-        if op == "figures.__setitem__":
-            target.figures[args[0]] = args[1]
-        else:
-            getattr(target, op)(*args, **kwargs)
+        getattr(targets[token], op)(*args, **kwargs)
+
+
+def shipped_state(obj: Any, *copied: str) -> dict[str, Any]:
+    """``obj.__getstate__`` for a replayable object: its attributes without the lock (locks do not
+    pickle), the named containers copied (an item thread may be adding to them while pickling runs),
+    and the driver-side token its worker copy notes events under."""
+    state = {k: v for k, v in obj.__dict__.items() if k != "_lock"}
+    for name in copied:
+        state[name] = copy.deepcopy(state[name])
+    state["_event_token"] = token_for(obj)
+    return state
+
+
+def restore_state(obj: Any, state: dict[str, Any]) -> None:
+    """``obj.__setstate__`` counterpart of :func:`shipped_state`: the attributes and a fresh lock."""
+    obj.__dict__.update(state)
+    obj._lock = threading.Lock()

@@ -146,14 +146,10 @@ class StageRecorder:
     # A remote executor pickles the recorder with the item function; the copy on the worker records as
     # usual and also notes every call, which the driver replays into this object (trailforge.executor.events).
     def __getstate__(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k != "_lock"}
-        state["figures"] = dict(self.figures)
-        state["_event_token"] = executor_events.token_for(self)
-        return state
+        return executor_events.shipped_state(self, "figures")
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+        executor_events.restore_state(self, state)
         if self._event_token is not None:
             self.figures = _NotedFigures(self.figures, self._event_token, ())
 

@@ -86,14 +86,10 @@ class Usage:
     # A remote executor pickles the client with the item function; the copy on the worker accounts as
     # usual and notes every addition, which the driver replays here (trailforge.executor.events).
     def __getstate__(self) -> dict[str, Any]:
-        state = {k: v for k, v in self.__dict__.items() if k != "_lock"}
-        state["failures"] = dict(self.failures)
-        state["_event_token"] = executor_events.token_for(self)
-        return state
+        return executor_events.shipped_state(self, "failures")
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
+        executor_events.restore_state(self, state)
 
     def as_dict(self) -> dict[str, Any]:
         return {"calls": self.calls, "cached_calls": self.cached_calls, "retries": self.retries,
