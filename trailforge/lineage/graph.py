@@ -28,7 +28,7 @@ import numpy as np
 
 from .items import LineageItem
 from .signals import (
-    LSHIndex, band_keys, code_tokens, containment, jaccard, minhash_permutations, minhash_signatures,
+    LSHIndex, band_keys, code_tokens, jaccard, minhash_permutations, minhash_signatures,
     shingle_sequence, shingle_set, words,
 )
 
@@ -161,8 +161,14 @@ class LineageGraph:
             return a < b
         return candidate.order < entry.order
 
-    def _similarity(self, candidate: _Entry, entry: _Entry) -> tuple[float, float, float | None]:
-        text_j = jaccard(candidate.text_set, entry.text_set)
+    def _similarity(self, candidate: _Entry, entry: _Entry,
+                    shared: int | None = None) -> tuple[float, float, float | None]:
+        """(combined, text Jaccard, code Jaccard or None); ``shared`` is the text overlap when already counted."""
+        if shared is None:
+            text_j = jaccard(candidate.text_set, entry.text_set)
+        else:
+            union = len(candidate.text_set) + len(entry.text_set) - shared
+            text_j = shared / union if len(candidate.text_set) and len(entry.text_set) else 0.0
         if len(candidate.code_set) and len(entry.code_set):
             code_j = jaccard(candidate.code_set, entry.code_set)
             w = self.settings.code_weight
@@ -201,11 +207,12 @@ class LineageGraph:
             if not self._earlier(candidate, entry):
                 continue
             self.stats.candidates_checked += 1
-            sim, text_j, code_j = self._similarity(candidate, entry)
-            carried = containment(candidate.text_set, entry.text_set)
+            # One intersection per candidate gives Jaccard, containment and the overlap the ranking uses.
+            shared = len(np.intersect1d(candidate.text_set, entry.text_set, assume_unique=True))
+            sim, text_j, code_j = self._similarity(candidate, entry, shared)
+            carried = shared / len(candidate.text_set) if len(candidate.text_set) else 0.0
             if sim < s.min_similarity and carried < s.min_containment:
                 continue
-            shared = len(np.intersect1d(candidate.text_set, entry.text_set, assume_unique=True))
             scored.append((shared, sim, candidate.order, candidate, text_j, code_j))
         scored.sort(key=lambda t: (-t[0], -t[1], -t[2]))
         return scored
