@@ -31,22 +31,10 @@ sys.path.insert(0, str(ROOT))
 
 from trailforge.config import compose, validate, write_params  # noqa: E402
 from trailforge.executor.ray_cluster import LoopbackCluster  # noqa: E402
+from trailforge.testing.corpus import STAGE_CHAIN, corpus_digest  # noqa: E402
 
-PIPELINE = [
-    ("discover", []),
-    ("snapshot", ["--repos", "out/discover"]),
-    ("seeds", ["--snapshots", "out/snapshot"]),
-    ("workflows", ["--seeds", "out/seeds"]),
-    ("tasks", ["--seeds", "out/seeds", "--workflows", "out/workflows"]),
-    ("statements", ["--tasks", "out/tasks"]),
-    ("verify", ["--tasks", "out/statements"]),
-    ("release", ["--verified", "out/verify", "--discover", "out/discover", "--snapshot", "out/snapshot",
-                 "--seeds", "out/seeds", "--workflows", "out/workflows", "--tasks", "out/tasks",
-                 "--statements", "out/statements"]),
-]
 INPUT_ITEMS = {"snapshot": "discover", "seeds": "snapshot", "workflows": "seeds", "tasks": "seeds",
                "statements": "tasks", "verify": "statements"}
-MEASURED_STATS_KEYS = {"wall_s", "executor", "durations_s"}
 
 
 def params(project: Path, recipe: str, overrides: list[str]) -> None:
@@ -89,9 +77,9 @@ def throughput(recipe: str, stage: str, root: Path) -> None:
     project.mkdir()
     params(project, recipe, [])
     warm = root / "cache-inputs"
-    for name, args in PIPELINE[: [s for s, _ in PIPELINE].index(stage)]:
+    for name, args in STAGE_CHAIN[: [s for s, _ in STAGE_CHAIN].index(stage)]:
         run_stage(project, name, args, warm)
-    args = dict(PIPELINE)[stage]
+    args = dict(STAGE_CHAIN)[stage]
     rows = []
     for workers in (1, 2):
         params(project, recipe, [f"executor.max_workers={workers}"])
@@ -110,25 +98,6 @@ def throughput(recipe: str, stage: str, root: Path) -> None:
     print(json.dumps({name: f for name, f in rows}, sort_keys=True))
 
 
-def _without_measured(value):
-    if isinstance(value, dict):
-        return {k: _without_measured(v) for k, v in value.items() if k not in MEASURED_STATS_KEYS}
-    return value
-
-
-def corpus_digest(out: Path) -> dict[str, str]:
-    digests = {}
-    for path in sorted(p for p in out.rglob("*") if p.is_file()):
-        rel = path.relative_to(out).as_posix()
-        if rel in ("release/README.md", "release/dataset/state.json") or rel.startswith("release/report/"):
-            continue
-        data = path.read_bytes()
-        if path.name == "stats.json":
-            data = json.dumps(_without_measured(json.loads(data)), sort_keys=True).encode()
-        digests[rel] = hashlib.sha256(data).hexdigest()
-    return digests
-
-
 def demo(recipe: str, root: Path) -> None:
     project = root / "project"
     project.mkdir()
@@ -139,7 +108,7 @@ def demo(recipe: str, root: Path) -> None:
         try:
             params(project, recipe, overrides + ([f"executor.address={cluster.address}"] if cluster else []))
             started = time.monotonic()
-            for stage, args in PIPELINE:
+            for stage, args in STAGE_CHAIN:
                 run_stage(project, stage, args, root / f"cache-{name}")
             timings[name] = round(time.monotonic() - started, 1)
         finally:

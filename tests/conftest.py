@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from trailforge.testing.corpus import STAGE_CHAIN
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -95,9 +97,7 @@ def build_to_tasks(root: Path, name: str, files: dict[str, str], overrides: list
     project.mkdir()
     repo = make_repo(root / "repos" / name, files)
     write_params(project, [str(repo)], overrides)
-    for stage, args in [("discover", []), ("snapshot", ["--repos", "out/discover"]),
-                        ("seeds", ["--snapshots", "out/snapshot"]), ("workflows", ["--seeds", "out/seeds"]),
-                        ("tasks", ["--seeds", "out/seeds", "--workflows", "out/workflows"])]:
+    for stage, args in STAGE_CHAIN[:[s for s, _ in STAGE_CHAIN].index("tasks") + 1]:
         run_stage(project, stage, *args, "--out", f"out/{stage}")
     return project, repo
 

@@ -6,7 +6,6 @@ be byte-identical. Then a worker node is killed mid-stage and the stage still en
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import threading
@@ -19,25 +18,10 @@ from conftest import PROJECT_ROOT, run_stage, write_params
 
 pytest.importorskip("ray")
 from trailforge.executor.ray_cluster import LoopbackCluster  # noqa: E402
+from trailforge.testing.corpus import STAGE_CHAIN, corpus_digest  # noqa: E402
 
 TINY_REPOS = [str(PROJECT_ROOT / "examples" / "repos" / name)
               for name in ("meadow-quadrats", "kinase-inhibitor-screen")]
-PIPELINE = [
-    ("discover", []),
-    ("snapshot", ["--repos", "out/discover"]),
-    ("seeds", ["--snapshots", "out/snapshot"]),
-    ("workflows", ["--seeds", "out/seeds"]),
-    ("tasks", ["--seeds", "out/seeds", "--workflows", "out/workflows"]),
-    ("statements", ["--tasks", "out/tasks"]),
-    ("verify", ["--tasks", "out/statements"]),
-    ("release", ["--verified", "out/verify", "--discover", "out/discover", "--snapshot", "out/snapshot",
-                 "--seeds", "out/seeds", "--workflows", "out/workflows", "--tasks", "out/tasks",
-                 "--statements", "out/statements"]),
-]
-# Measured quantities (docs/design-notes.md): timings, per-node throughput, sandbox durations. The
-# release card and report also record the sha256 of params.yaml, which names the executor.
-MEASURED_STATS_KEYS = {"wall_s", "executor", "durations_s"}
-DIFFERS_BY_PARAMS = {"release/README.md", "release/report/index.html", "release/dataset/state.json"}
 
 
 @pytest.fixture(scope="module")
@@ -49,28 +33,8 @@ def cluster():
 def _run_pipeline(project: Path, cache: Path, overrides: list[str]) -> None:
     shutil.rmtree(project / "out", ignore_errors=True)
     write_params(project, TINY_REPOS, overrides)
-    for stage, args in PIPELINE:
+    for stage, args in STAGE_CHAIN:
         run_stage(project, stage, *args, "--out", f"out/{stage}", cache=cache)
-
-
-def _without_measured(value):
-    if isinstance(value, dict):
-        return {k: _without_measured(v) for k, v in value.items() if k not in MEASURED_STATS_KEYS}
-    return value
-
-
-def corpus_digest(out: Path) -> dict[str, str]:
-    """sha256 of every output file (stats.json with measured figures removed), by path under ``out``."""
-    digests = {}
-    for path in sorted(p for p in out.rglob("*") if p.is_file()):
-        rel = path.relative_to(out).as_posix()
-        if rel in DIFFERS_BY_PARAMS or rel.startswith("release/report/"):
-            continue
-        data = path.read_bytes()
-        if path.name == "stats.json":
-            data = json.dumps(_without_measured(json.loads(data)), sort_keys=True).encode()
-        digests[rel] = hashlib.sha256(data).hexdigest()
-    return digests
 
 
 @pytest.fixture(scope="module")
