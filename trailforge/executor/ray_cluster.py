@@ -47,18 +47,37 @@ class LoopbackCluster:
         self.start_timeout_s = start_timeout_s
         # Short: Ray puts unix sockets under it, and their paths must stay under 108 bytes.
         self.temp_dir = Path(tempfile.mkdtemp(prefix="tfray-", dir="/tmp"))
-        self.port = free_port()
+        # Every port and worker-port range handed out to this cluster's nodes: Ray refuses to start a node
+        # whose worker range holds one of its own ports, and two nodes here must not share a port either.
+        self._reserved: set[int] = set()
+        self.port = self._port()
         self.address = f"127.0.0.1:{self.port}"
         self.head: subprocess.Popen | None = None
         self.worker_nodes: list[subprocess.Popen] = []
 
+    def _port(self) -> int:
+        """A port free now on 127.0.0.1 and not yet given to any node or worker range of this cluster."""
+        while True:
+            port = free_port()
+            if port not in self._reserved:
+                self._reserved.add(port)
+                return port
+
+    def _worker_range(self, width: int = 200) -> tuple[int, int]:
+        """A small worker-port range of our own, clear of every port handed out so far."""
+        while True:
+            low = free_port()
+            low = low if low + width < 65000 else 20000 + low % 10000
+            span = range(low, low + width + 1)
+            if not self._reserved.intersection(span):
+                self._reserved.update(span)
+                return low, low + width
+
     def _ray_start(self, *args: str) -> subprocess.Popen:
         ports = ["--object-store-memory", str(200 * 1024 * 1024)]
-        ports += [arg for option in _PORT_OPTIONS for arg in (option, str(free_port()))]
-        low = free_port()
-        # A small worker-port range of our own; the bound socket was released, so the range is free enough.
-        ports += ["--min-worker-port", str(low if low < 60000 else 20000), "--max-worker-port",
-                  str((low if low < 60000 else 20000) + 200)]
+        ports += [arg for option in _PORT_OPTIONS for arg in (option, str(self._port()))]
+        low, high = self._worker_range()
+        ports += ["--min-worker-port", str(low), "--max-worker-port", str(high)]
         cmd = [str(Path(sys.executable).with_name("ray")), "start", "--block", "--node-ip-address=127.0.0.1",
                f"--num-cpus={self.cpus_per_node}", "--num-gpus=0", "--disable-usage-stats", *ports, *args]
         log = open(self.temp_dir / f"node-{len(self.worker_nodes) + (self.head is not None)}.log", "wb")
@@ -66,7 +85,7 @@ class LoopbackCluster:
 
     def start(self) -> "LoopbackCluster":
         self.head = self._ray_start("--head", f"--port={self.port}", "--include-dashboard=false",
-                                    "--dashboard-host=127.0.0.1", f"--dashboard-port={free_port()}",
+                                    "--dashboard-host=127.0.0.1", f"--dashboard-port={self._port()}",
                                     f"--temp-dir={self.temp_dir}",
                                     '--system-config={"health_check_period_ms":1000,'
                                     '"health_check_failure_threshold":3}')
