@@ -22,8 +22,12 @@ STAGE_CHAIN: list[tuple[str, list[str]]] = [
                  "--seeds", "out/seeds", "--workflows", "out/workflows", "--tasks", "out/tasks",
                  "--statements", "out/statements"]),
 ]
-# Measured quantities (docs/design-notes.md): timings, per-node throughput, sandbox durations.
-MEASURED_STATS_KEYS = {"wall_s", "executor", "durations_s"}
+# Measured quantities (docs/design-notes.md): timings, per-node throughput, sandbox durations, cache hits.
+MEASURED_STATS_KEYS = {"wall_s", "executor", "durations_s", "cache"}
+# Counters that split one count of runs into cache hits and executions. Which items hit depends on the
+# cache's history and, within a cold run, on scheduling: two items sharing a run race for it when they
+# are in flight together. Only their sum describes the corpus.
+RUN_COUNTER_SUFFIXES = ("_cached", "_executed", "_run")
 # The release card and report record the sha256 of params.yaml, which names the executor; the datasets
 # fingerprint is measured too.
 DIFFERS_BY_PARAMS = {"release/README.md", "release/dataset/state.json"}
@@ -31,8 +35,19 @@ DIFFERS_BY_PARAMS = {"release/README.md", "release/dataset/state.json"}
 
 def without_measured(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: without_measured(v) for k, v in value.items() if k not in MEASURED_STATS_KEYS}
+        return {k: _run_totals(v) if k == "counters" else without_measured(v)
+                for k, v in value.items() if k not in MEASURED_STATS_KEYS}
     return value
+
+
+def _run_totals(counters: dict[str, int]) -> dict[str, int]:
+    """``eval_runs_cached`` + ``eval_runs_executed`` -> ``eval_runs_total``; other counters unchanged."""
+    folded: dict[str, int] = {}
+    for name, count in counters.items():
+        base = next((name[: -len(s)] for s in RUN_COUNTER_SUFFIXES if name.endswith(s)), None)
+        key = f"{base}_total" if base else name
+        folded[key] = folded.get(key, 0) + count
+    return folded
 
 
 def corpus_digest(out: Path) -> dict[str, str]:
