@@ -2,6 +2,7 @@
 import json
 from pathlib import Path
 
+from trailforge.executor import build_executor
 from trailforge.io import LineageRow, StageRecorder
 from trailforge.io.stage import params_or_exit, print_summary, stage_args, timed
 from trailforge.lineage.curate import build_lineage
@@ -21,11 +22,14 @@ def main() -> None:
         recorder.reject(where, reason, message)
     with timed(recorder.figures):
         try:
-            lineage, rows, figures = build_lineage(items, cfg.lineage)
+            lineage, rows, figures = build_lineage(items, cfg.lineage, build_executor(cfg.executor))
         except FileNotFoundError as exc:
             raise SystemExit(f"error: {exc}") from None
-    for item_id in sorted({i.item_id for i in items} - set(lineage.entries)):
-        recorder.reject(item_id, "duplicate_id", f"an earlier item already has the id {item_id}")
+    kept = {item_id: id(entry.item) for item_id, entry in lineage.entries.items()}
+    for item in items:  # the graph keeps the first item with an id; every other one is a reject
+        if kept.get(item.item_id) != id(item):
+            recorder.reject(item.item_id, "duplicate_id", f"an earlier item (or a provenance node) already has "
+                                                          f"the id {item.item_id}")
     recorder.figures.update(figures)
     out = Path(args.out)
     stats = recorder.write(rows, LineageRow, out)

@@ -3,6 +3,7 @@
 Both runs use the same project folder (outputs name paths inside it) and cold caches of their own;
 every parquet file, every released environment file and the stats (all but measured figures) must
 be byte-identical. Then a worker node is killed mid-stage and the stage still ends with the same outputs.
+The lineage stage's similarity work (signals, benchmark matching) on the cluster gives the same graph.
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import PROJECT_ROOT, run_stage, write_params
+from trailforge.config import compose, validate
+from trailforge.config import write_params as write_composed_params
 
 pytest.importorskip("ray")
 from trailforge.executor.ray_cluster import LoopbackCluster  # noqa: E402
@@ -93,3 +96,23 @@ def test_stage_survives_a_worker_node_killed_mid_stage(runs, cluster, tmp_path):
     local_stats = json.loads((local / "verify/stats.json").read_text())
     killed_stats = json.loads((project / "out/verify-killed/stats.json").read_text())
     assert {k: killed_stats[k] for k in outcome} == {k: local_stats[k] for k in outcome}
+
+
+def test_lineage_similarity_work_on_the_cluster_gives_the_same_graph(cluster, tmp_path):
+    examples = PROJECT_ROOT / "examples" / "lineage"
+    common = [f"lineage.input.path={examples / 'planted.jsonl'}",
+              f"lineage.contamination.benchmarks=[{examples / 'benchmark'}]"]
+    for name, overrides in (("local", []), ("ray", ["executor=ray", f"executor.address={cluster.address}"])):
+        project = tmp_path / name
+        project.mkdir()
+        data = compose("curate", common + overrides, root=PROJECT_ROOT)
+        validate(data)
+        write_composed_params(data, project / "params.yaml")
+        run_stage(project, "lineage", "--out", "out/lineage")
+    local, ray = corpus_digest(tmp_path / "local" / "out"), corpus_digest(tmp_path / "ray" / "out")
+    assert set(local) >= {"lineage/graph.json", "lineage/rejects.parquet", "lineage/stats.json"}
+    assert ray == local
+    figures = json.loads((tmp_path / "ray/out/lineage/stats.json").read_text())
+    assert figures["contamination_seeds"]["benchmark_ngram"] >= 1
+    for label in ("lineage signals", "benchmark matching"):
+        assert sum(n["items"] for n in figures["executor"][label]["nodes"].values()) >= 1

@@ -105,12 +105,25 @@ class BenchmarkIndex:
         return None
 
 
-def contamination_seeds(items: list[LineageItem], index: BenchmarkIndex | None,
-                        settings: ContaminationSettings) -> dict[str, tuple[str, str, dict]]:
-    """item id -> (what it matched, reason, detail) for every seed of contamination."""
+def benchmark_matches(texts: list[str], index: BenchmarkIndex) -> list[tuple[str, str, dict] | None]:
+    """``index.match`` of each text: the per-item part of finding seeds, which a stage may run in chunks."""
+    return [index.match(text) for text in texts]
+
+
+def seed_text(item: LineageItem) -> str:
+    return f"{item.text}\n{item.code}"
+
+
+def contamination_seeds(items: list[LineageItem], index: BenchmarkIndex | None, settings: ContaminationSettings,
+                        matches: list | None = None) -> dict[str, tuple[str, str, dict]]:
+    """item id -> (what it matched, reason, detail) for every seed of contamination.
+
+    ``matches``, when given, is ``benchmark_matches`` of the items' ``seed_text`` computed elsewhere.
+    """
+    if matches is None:
+        matches = benchmark_matches([seed_text(i) for i in items], index) if index is not None else [None] * len(items)
     seeds = {}
-    for item in items:
-        found = index.match(f"{item.text}\n{item.code}") if index is not None else None
+    for item, found in zip(items, matches):
         if found is not None:
             seeds[item.item_id] = found
         elif settings.failed_evaluation and item.passed is False:

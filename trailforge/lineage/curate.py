@@ -1,12 +1,15 @@
 """The library behind the lineage, decontaminate and sample stages: rows in, rows and figures out."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import networkx as nx
 
-from .contamination import BenchmarkIndex, ContaminationSettings, benchmark_texts, contamination_seeds, propagate
-from .graph import EdgeSettings, LineageGraph, lineage_roots
+from .contamination import (
+    BenchmarkIndex, ContaminationSettings, benchmark_matches, benchmark_texts, contamination_seeds, propagate, seed_text,
+)
+from .graph import EdgeSettings, LineageGraph, item_signals, lineage_roots
 from .items import LineageItem
 from .metrics import selection_metrics
 from .redundancy import RedundancySettings, ancestry_sets, diminishing_refinements, redundant_pairs
@@ -39,19 +42,45 @@ def redundancy_settings(cfg) -> RedundancySettings:
                               min_novelty=r.min_novelty)
 
 
-def build_lineage(items: list[LineageItem], cfg) -> tuple[LineageGraph, list[LineageRow], dict[str, Any]]:
-    """Graph, one row per item (contamination, redundancy, roots) and the figures for stats.json."""
-    lineage = LineageGraph(edge_settings(cfg))
+# Items per executor task for the per-item work (signals, benchmark matching): large enough that a
+# task's overhead on a cluster is small next to its work, small enough to spread over the workers.
+CHUNK = 256
+
+
+def _chunks(items: list, size: int = CHUNK) -> list[list]:
+    return [items[start:start + size] for start in range(0, len(items), size)]
+
+
+def build_lineage(items: list[LineageItem], cfg, executor=None
+                  ) -> tuple[LineageGraph, list[LineageRow], dict[str, Any]]:
+    """Graph, one row per item (contamination, redundancy, roots) and the figures for stats.json.
+
+    With an ``executor`` (``trailforge.executor``), the per-item work (shingles and MinHash band keys,
+    matching against benchmarks) runs on it in chunks; inserting items into the graph is sequential,
+    since each item is linked to those inserted before it. Results do not depend on the executor.
+    """
+    settings = edge_settings(cfg)
+    lineage = LineageGraph(settings)
+    figures: dict[str, Any] = {}
+    signals = None
+    if executor is not None:
+        signals = [s for part in executor.map(partial(item_signals, settings=settings), _chunks(items),
+                                              label="lineage signals", figures=figures) for s in part]
     with Progress("lineage", len(items)) as progress:
         for start in range(0, len(items), cfg.batch_size):
             batch = items[start:start + cfg.batch_size]
-            lineage.add_batch(batch)
+            lineage.add_batch(batch, signals[start:start + cfg.batch_size] if signals is not None else None)
             progress.advance(len(batch))
     graph = lineage.graph
-    by_id = {i.item_id: i for i in items if i.item_id in lineage.entries}
+    by_id = {item_id: entry.item for item_id, entry in lineage.entries.items()}
     index = BenchmarkIndex(benchmark_texts(cfg.contamination.benchmarks), contamination_settings(cfg)) \
         if cfg.contamination.benchmarks else None
-    seeds = contamination_seeds(list(by_id.values()), index, contamination_settings(cfg))
+    matches = None
+    if index is not None and executor is not None:
+        texts = [seed_text(item) for item in by_id.values()]
+        matches = [m for part in executor.map(partial(benchmark_matches, index=index), _chunks(texts),
+                                              label="benchmark matching", figures=figures) for m in part]
+    seeds = contamination_seeds(list(by_id.values()), index, contamination_settings(cfg), matches)
     labels = propagate(graph, seeds, contamination_settings(cfg))
     ancestry = ancestry_sets(graph)
     pairs = redundant_pairs(graph, {i: by_id[i].outputs or "" for i in by_id}, redundancy_settings(cfg), ancestry)
@@ -82,7 +111,7 @@ def build_lineage(items: list[LineageItem], cfg) -> tuple[LineageGraph, list[Lin
     edge_types: dict[str, int] = {}
     for _, _, data in graph.edges(data=True):
         edge_types[data["type"]] = edge_types.get(data["type"], 0) + 1
-    figures = {
+    figures.update({
         "items": len(rows), "nodes": graph.number_of_nodes(), "edges": graph.number_of_edges(),
         "edge_types": dict(sorted(edge_types.items())),
         "edge_signals": dict(sorted(lineage.stats.edges_by_signal.items())),
@@ -96,7 +125,7 @@ def build_lineage(items: list[LineageItem], cfg) -> tuple[LineageGraph, list[Lin
         "redundant_pairs": dict(sorted(_count(p["kind"] for p in pairs).items())),
         "diminishing_refinements": len(diminishing),
         "redundancy_rate": round(sum(1 for r in rows if r.redundant_with) / len(rows), 4) if rows else 0.0,
-    }
+    })
     return lineage, rows, figures
 
 

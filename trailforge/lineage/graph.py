@@ -53,6 +53,34 @@ class EdgeSettings:
     back_references: bool = True
 
 
+@dataclass(frozen=True)
+class ItemSignals:
+    """What content similarity needs of one item; computed from that item alone, so anywhere."""
+    text_seq: np.ndarray
+    text_set: np.ndarray
+    code_set: np.ndarray
+    text_keys: np.ndarray
+    code_keys: np.ndarray
+
+
+def item_signals(items: list[LineageItem], settings: EdgeSettings) -> list[ItemSignals]:
+    """Shingles, shingle sets and LSH band keys of each item (the per-item part of building the graph).
+
+    Pure and deterministic (the MinHash permutations come from a fixed seed), so a stage can compute
+    it in chunks on any executor and hand the results to ``LineageGraph.add_batch``.
+    """
+    s = settings
+    salts, multipliers = minhash_permutations(s.num_perm)
+    text_seqs = [shingle_sequence(words(i.text), s.shingle) for i in items]
+    text_sets = [shingle_set(q) for q in text_seqs]
+    code_sets = [shingle_set(shingle_sequence(code_tokens(i.code), s.shingle * 2)) if i.code else
+                 np.zeros(0, dtype=np.uint64) for i in items]
+    text_keys = band_keys(minhash_signatures(text_sets, salts, multipliers), s.bands)
+    code_keys = band_keys(minhash_signatures(code_sets, salts, multipliers), s.bands)
+    return [ItemSignals(text_seqs[n], text_sets[n], code_sets[n], text_keys[n], code_keys[n])
+            for n in range(len(items))]
+
+
 @dataclass
 class _Entry:
     item: LineageItem
@@ -82,41 +110,42 @@ class LineageGraph:
         self.graph = nx.DiGraph()
         self.entries: dict[str, _Entry] = {}
         self.stats = BuildStats()
-        self._salts, self._multipliers = minhash_permutations(s.num_perm)
         self._text_index = LSHIndex(s.bands, s.max_bucket)
         self._code_index = LSHIndex(s.bands, s.max_bucket)
         self._ids: list[str] = []
 
     # -- building ------------------------------------------------------------------------------
 
-    def add_batch(self, items: Iterable[LineageItem]) -> list[str]:
-        """Insert items (sorted by time, then given order) and infer their parent edges; returns ids added."""
-        batch = []
-        for item in items:
-            if item.item_id in self.entries or self.graph.has_node(item.item_id):
+    def add_batch(self, items: Iterable[LineageItem], signals: list[ItemSignals] | None = None) -> list[str]:
+        """Insert items (sorted by time, then given order) and infer their parent edges; returns ids added.
+
+        ``signals``, when given, are ``item_signals(items)`` computed elsewhere (one per item, same order).
+        """
+        items = list(items)
+        if signals is not None and len(signals) != len(items):
+            raise ValueError(f"add_batch: {len(signals)} signals for {len(items)} items")
+        batch, batch_signals = [], {}
+        for position, item in enumerate(items):
+            if item.item_id in self.entries or self.graph.has_node(item.item_id) or item.item_id in batch_signals:
                 self.stats.duplicate_ids += 1
                 continue
             batch.append(item)
+            batch_signals[item.item_id] = signals[position] if signals is not None else None
         batch = _parents_first([item for _, item in sorted(enumerate(batch), key=lambda p: (
             p[1].time if p[1].time is not None else float("-inf"), p[0]))])
-        s = self.settings
-        text_seqs = [shingle_sequence(words(i.text), s.shingle) for i in batch]
-        text_sets = [shingle_set(q) for q in text_seqs]
-        code_sets = [shingle_set(shingle_sequence(code_tokens(i.code), s.shingle * 2)) if i.code else
-                     np.zeros(0, dtype=np.uint64) for i in batch]
-        text_keys = band_keys(minhash_signatures(text_sets, self._salts, self._multipliers), s.bands)
-        code_keys = band_keys(minhash_signatures(code_sets, self._salts, self._multipliers), s.bands)
-        for position, item in enumerate(batch):
-            entry = _Entry(item, len(self._ids), text_seqs[position], text_sets[position], code_sets[position],
-                           self._mentions(item))
+        if signals is None:
+            batch_signals = dict(zip((i.item_id for i in batch), item_signals(batch, self.settings)))
+        for item in batch:
+            sig = batch_signals[item.item_id]
+            entry = _Entry(item, len(self._ids), sig.text_seq, sig.text_set, sig.code_set, self._mentions(item))
             self._ids.append(item.item_id)
             self.entries[item.item_id] = entry
             self.graph.add_node(item.item_id, kind=item.kind, time=item.time)
             found = set()
             if len(entry.text_set):
-                found |= self._text_index.query_then_insert(entry.order, text_keys[position])
+                found |= self._text_index.query_then_insert(entry.order, sig.text_keys)
             if len(entry.code_set):
-                found |= self._code_index.query_then_insert(entry.order, code_keys[position])
+                found |= self._code_index.query_then_insert(entry.order, sig.code_keys)
             self._link(entry, sorted(found))
         self.stats.items = len(self.entries)
         self.stats.bucket_truncations = self._text_index.truncated + self._code_index.truncated

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from trailforge.lineage.graph import LineageGraph, lineage_branches, lineage_roots
+from trailforge.lineage.graph import LineageGraph, item_signals, lineage_branches, lineage_roots
 from trailforge.lineage.items import LineageItem
 from trailforge.lineage.synthetic import edge_scores, planted_corpus
 
@@ -109,3 +109,23 @@ def test_planted_corpus_edges_are_recovered_per_type():
     scores = edge_scores({(u, v, d["type"]) for u, v, d in lineage.graph.edges(data=True)}, corpus.edges)
     for kind in ("derive", "refine", "merge", "diverge"):
         assert scores[kind]["precision"] >= 0.9 and scores[kind]["recall"] >= 0.88, (kind, scores[kind])
+
+
+def test_a_repeated_id_within_one_batch_is_counted_and_the_first_kept(family):
+    lineage = LineageGraph()
+    impostor = LineageItem(item_id="root", text="something else entirely " * 20, time=9.0)
+    lineage.add_batch(family + [impostor])
+    assert lineage.stats.duplicate_ids == 1 and lineage.stats.items == len(family)
+    assert lineage.entries["root"].item is family[0]
+
+
+def test_signals_computed_elsewhere_in_chunks_give_the_same_graph():
+    corpus = planted_corpus(600, seed=5)
+    whole = LineageGraph()
+    whole.add_batch(corpus.items)
+    chunked = LineageGraph()
+    signals = [s for start in range(0, 600, 97) for s in item_signals(corpus.items[start:start + 97], chunked.settings)]
+    chunked.add_batch(corpus.items, signals)
+    assert whole.node_link() == chunked.node_link()
+    with pytest.raises(ValueError, match="2 signals for 600 items"):
+        LineageGraph().add_batch(corpus.items, signals[:2])
