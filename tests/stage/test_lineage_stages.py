@@ -85,3 +85,17 @@ def test_a_missing_input_is_a_clear_error(project):
     write_params(data, project / "params.yaml")
     done = run_stage(project, "lineage", "--out", "out/lineage", check=False)
     assert done.returncode != 0 and "lineage.input.path: nowhere.jsonl does not exist" in done.stderr
+
+
+def test_a_repeated_id_is_a_reject_and_the_first_item_is_kept(project):
+    lines = (EXAMPLES / "planted.jsonl").read_text().splitlines()[:40]
+    first = json.loads(lines[3])
+    corpus = project / "corpus.jsonl"
+    corpus.write_text("\n".join(lines + [json.dumps({**first, "text": "a different text under the same id"})]) + "\n")
+    data = compose("curate", [f"lineage.input.path={corpus}", "lineage.contamination.benchmarks=[]"], root=PROJECT_ROOT)
+    write_params(data, project / "params.yaml")
+    run_stage(project, "lineage", "--out", "out/lineage")
+    lineage = stats(project / "out/lineage")
+    assert lineage["accepted"] == 40 and lineage["reject_reasons"] == {"duplicate_id": 1}
+    rows = {r["item_id"]: r for r in _rows(project / "out/lineage/data")}
+    assert rows[first["id"]]["text"] == first["text"]
