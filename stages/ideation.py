@@ -8,12 +8,12 @@ from datetime import date
 from pathlib import Path
 
 from trailforge.cache import ContentCache, cache_dir_from_env
+from trailforge.executor import build_executor
 from trailforge.ideation.corpus import LiteratureIndex
 from trailforge.ideation.pipeline import CaseRejected, run_case
 from trailforge.ideation.record import serialize_record
 from trailforge.ideation.tools import ArxivAPIBackend
 from trailforge.io import IdeationRow, StageRecorder
-from trailforge.io.progress import Progress
 from trailforge.io.stage import model_or_exit, params_or_exit, print_summary, stage_args, timed
 from trailforge.llm import BudgetExhausted, LLMError
 
@@ -36,25 +36,29 @@ def main() -> None:
     if not cases:
         sys.exit(f"error: harness.proposals: no <case>/research_proposal.md under {cfg.harness.proposals}")
     out = Path(args.out)
-    rows = []
-    with timed(recorder.figures), Progress("ideation", len(cases), cost_usd=lambda: llm.usage.cost_usd) as progress:
-        for case in cases:
-            cutoff_file = case / "cutoff.txt"
-            cutoff = date.fromisoformat((cutoff_file.read_text().strip() if cutoff_file.is_file() else cfg.harness.cutoff))
-            try:
-                result = run_case(case / "research_proposal.md", llm, index, cfg.harness, cfg.tools,
-                                  out / "artifacts", cutoff)
-            except CaseRejected as exc:
-                recorder.reject(case.name, exc.reason, exc.message, **exc.detail)
-            except (BudgetExhausted, LLMError) as exc:
-                recorder.reject(case.name, getattr(exc, "reason", "model_error"), str(exc))
-            else:
-                recorder.count(result.endpoint)
-                rows.append(IdeationRow(sample_id=result.case_id, endpoint=result.endpoint,
-                                        grade=result.record.get("_grade"), retries=result.retries,
-                                        turns=sum(m["role"] == "assistant" for m in result.record["messages"]),
-                                        convergence=result.convergence, qc=result.qc, record=result.record))
-            progress.advance()
+
+    def one(case: Path) -> IdeationRow | None:
+        cutoff_file = case / "cutoff.txt"
+        cutoff = date.fromisoformat((cutoff_file.read_text().strip() if cutoff_file.is_file() else cfg.harness.cutoff))
+        try:
+            result = run_case(case / "research_proposal.md", llm, index, cfg.harness, cfg.tools,
+                              out / "artifacts", cutoff)
+        except CaseRejected as exc:
+            recorder.reject(case.name, exc.reason, exc.message, **exc.detail)
+        except (BudgetExhausted, LLMError) as exc:
+            recorder.reject(case.name, getattr(exc, "reason", "model_error"), str(exc))
+        else:
+            recorder.count(result.endpoint)
+            return IdeationRow(sample_id=result.case_id, endpoint=result.endpoint,
+                               grade=result.record.get("_grade"), retries=result.retries,
+                               turns=sum(m["role"] == "assistant" for m in result.record["messages"]),
+                               convergence=result.convergence, qc=result.qc, record=result.record)
+        return None
+
+    with timed(recorder.figures):
+        done = build_executor(cfg.executor).map(one, cases, label="ideation", cache_hits=lambda: cache.stats.hits,
+                                                cost_usd=lambda: llm.usage.cost_usd, figures=recorder.figures)
+    rows = [row for row in done if row is not None]
     recorder.figures["llm"] = llm.usage.as_dict()
     recorder.figures["retries"] = {code: sum(r.retries.get(code, 0) for r in rows)
                                    for code in sorted({c for r in rows for c in r.retries})}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from conftest import PROJECT_ROOT, run_stage, stats
 from trailforge.config import compose, validate, write_params
 from trailforge.ideation.record import validate_record
@@ -267,3 +269,18 @@ def test_a_researcher_portrait_conditions_the_generator(tmp_path):
     assert "research profile" in seen[0] and "deep mutational scans" in seen[0]
     record = _records(project)[0]
     assert "deep mutational scans" in record["messages"][0]["content"]
+
+
+def test_cases_run_as_ray_tasks_give_the_same_records_as_local(tmp_path):
+    pytest.importorskip("ray")
+    from trailforge.executor.ray_cluster import LoopbackCluster
+
+    local, _ = _run(tmp_path / "local", Script())
+    with LoopbackCluster(workers=1, env={"PYTHONPATH": str(PROJECT_ROOT)}) as cluster:
+        remote, figures = _run(tmp_path / "ray", Script(), ["executor=ray", f"executor.address={cluster.address}"])
+    assert figures["accepted"] == 1 and figures["counters"] == {"proposal_extension": 1}
+    assert sum(n["items"] for n in figures["executor"]["ideation"]["nodes"].values()) == 1
+    assert figures["llm"]["calls"] == stats(local / "out")["llm"]["calls"] > 0  # usage came back from the worker
+    assert _records(remote) == _records(local)
+    assert (remote / "out/artifacts/plm/research_proposal.md").read_text() == \
+        (local / "out/artifacts/plm/research_proposal.md").read_text()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -469,13 +470,23 @@ class ArxivAPIBackend:
         self._fetch = fetch
         self._last_request: float | None = None
         self._papers_by_url: dict[str, Paper] = {}
+        self._turn = threading.Lock()  # cases run on executor threads share one request rate
+
+    # A Ray worker gets its own copy, and so its own request rate (see conf/tools/research.yaml).
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_turn"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._turn = threading.Lock()
 
     def _wait_for_turn(self) -> None:
-        if self._last_request is not None:
-            remaining = self.min_interval_s - (time.monotonic() - self._last_request)
-            if remaining > 0:
-                time.sleep(remaining)
-        self._last_request = time.monotonic()
+        with self._turn:
+            if self._last_request is not None:
+                remaining = self.min_interval_s - (time.monotonic() - self._last_request)
+                if remaining > 0:
+                    time.sleep(remaining)
+            self._last_request = time.monotonic()
 
     def search(self, query: str, cutoff: date, k: int = 10) -> list[SearchHit]:
         words = _WORD.findall(query)

@@ -1,5 +1,8 @@
 import json
 import os
+import pickle
+import threading
+import time
 from datetime import date
 
 import pytest
@@ -265,3 +268,27 @@ def test_arxiv_error_feeds_and_garbage_raise_a_named_error():
     with pytest.raises(ArxivAPIError, match="not an Atom feed"):
         parse_arxiv_atom("<html>")
     assert ArxivAPIBackend().get_by_url("https://arxiv.org/abs/2101.01234") is None  # no request made
+
+
+REQUEST_MOMENTS: list[float] = []
+
+
+def _recording_fetch(url, timeout):  # module level, so the backend holding it pickles
+    REQUEST_MOMENTS.append(time.monotonic())
+    return ATOM
+
+
+def test_arxiv_requests_from_several_threads_keep_the_interval_and_the_backend_pickles():
+    moments = REQUEST_MOMENTS
+    moments.clear()
+    backend = ArxivAPIBackend(min_interval_s=0.2, fetch=_recording_fetch)
+    threads = [threading.Thread(target=backend.search, args=("mixed layer", date(2022, 1, 1))) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    gaps = [b - a for a, b in zip(sorted(moments), sorted(moments)[1:])]
+    assert len(moments) == 3 and min(gaps) >= 0.19
+    copy = pickle.loads(pickle.dumps(backend))  # what an executor=ray worker receives
+    assert copy.get_by_url("https://arxiv.org/abs/2101.01234").title == "Mixed layer heat uptake"
+    copy.search("mixed layer", date(2022, 1, 1))
