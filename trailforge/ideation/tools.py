@@ -50,14 +50,14 @@ def _function(name: str, description: str, properties: dict[str, dict], required
 
 TOOL_SCHEMAS: list[dict] = [
     _function("WebSearch",
-              "Search the scientific literature. Returns ranked papers, each with title, url, date and a "
+              "Search the scientific literature. Returns ranked papers, each with id, title, url, date and a "
               "short snippet of its abstract.",
               {"query": {"type": "string", "description": "Keywords describing what to look for."},
                "max_results": {"type": "integer", "minimum": 1, "maximum": 20,
                                "description": "How many results to return (default 10)."}},
               ["query"]),
     _function("Scraper",
-              "Open the page of a paper: title, authors, date, abstract and full text when available. "
+              "Open the page of a paper: title, id, authors, date, abstract and full text when available. "
               "Only URLs that appeared in earlier search results or pages can be opened.",
               {"url": {"type": "string", "description": "A URL taken from an earlier result or page."}},
               ["url"]),
@@ -156,8 +156,8 @@ def snippet(text: str, query: str, limit: int) -> str:
 
 
 def render_page(paper: Paper) -> str:
-    lines = [f"Title: {paper.title}", f"Authors: {', '.join(paper.authors)}", f"Date: {paper.date.isoformat()}",
-             f"URL: {paper.url}", "", "Abstract:", paper.abstract]
+    lines = [f"Title: {paper.title}", f"ID: {paper.paper_id}", f"Authors: {', '.join(paper.authors)}",
+             f"Date: {paper.date.isoformat()}", f"URL: {paper.url}", "", "Abstract:", paper.abstract]
     if paper.full_text:
         lines += ["", "Full text:", paper.full_text]
     return "\n".join(lines)
@@ -224,7 +224,8 @@ class ResearchSession:
         results = []
         for hit in hits:
             paper = hit.paper
-            results.append({"title": paper.title, "url": paper.url, "date": paper.date.isoformat(),
+            # The id lets a trajectory cite a source as [id]; QC counts an id as observed once it was shown.
+            results.append({"id": paper.paper_id, "title": paper.title, "url": paper.url, "date": paper.date.isoformat(),
                             "snippet": snippet(paper.abstract, query, self.limits.snippet_chars)})
             self.note_observed(paper)
             # The query is not echoed back, so a URL the model typed itself never becomes "seen".

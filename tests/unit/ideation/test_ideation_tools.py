@@ -72,16 +72,16 @@ def test_arguments_may_arrive_as_a_json_string(session):
 
 # ------------------------------------------------------------------------------------------------ literature
 
-def test_web_search_shows_title_url_date_snippet_and_records_what_was_seen(session):
+def test_web_search_shows_id_title_url_date_snippet_and_records_what_was_seen(session):
     result = session.run("WebSearch", {"query": "protein language model fitness prediction", "max_results": 5})
     assert result.ok
     results = json.loads(result.text)["results"]
     assert len(results) == 5
-    assert set(results[0]) == {"title", "url", "date", "snippet"}
+    assert set(results[0]) == {"id", "title", "url", "date", "snippet"}
     assert all(date.fromisoformat(r["date"]) <= CUTOFF for r in results)
     assert {r["title"] for r in results} <= session.seen_titles
     assert {r["url"] for r in results} <= session.seen_urls
-    assert {r["url"].rsplit("/", 1)[-1] for r in results} == session.observed_paper_ids
+    assert {r["url"].rsplit("/", 1)[-1] for r in results} == {r["id"] for r in results} == session.observed_paper_ids
 
 
 def test_web_search_results_are_capped_and_never_after_the_cutoff(index, tmp_path):
@@ -292,3 +292,21 @@ def test_arxiv_requests_from_several_threads_keep_the_interval_and_the_backend_p
     copy = pickle.loads(pickle.dumps(backend))  # what an executor=ray worker receives
     assert copy.get_by_url("https://arxiv.org/abs/2101.01234").title == "Mixed layer heat uptake"
     copy.search("mixed layer", date(2022, 1, 1))
+
+
+def test_a_bracketed_id_from_a_search_result_is_grounded_even_when_the_url_does_not_hold_it(tmp_path):
+    from trailforge.ideation.qc import CaseContext, check_trajectory
+    from trailforge.ideation.corpus import Paper
+
+    paper = Paper(paper_id="moreau2021", title="Mixed layer heat uptake in a warming ocean", abstract="Heat uptake.",
+                  authors=["A. Moreau"], date=date(2021, 1, 5), url="https://example.org/doi/10.1/xyz")
+    session = ResearchSession(LiteratureIndex([paper]), date(2022, 1, 1), tmp_path)
+    observation = session.call("WebSearch", {"query": "mixed layer heat uptake"})
+    call = {"id": "c0", "type": "function", "function": {"name": "WebSearch",
+                                                           "arguments": json.dumps({"query": "mixed layer heat uptake"})}}
+    messages = [{"role": "system", "content": "Cutoff 2022-01-01."}, {"role": "user", "content": "Study heat uptake."},
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c0", "name": "WebSearch", "content": observation},
+                {"role": "assistant", "content": "Heat uptake is well studied [moreau2021]; see also [nobody2020]."}]
+    report = check_trajectory(messages, CaseContext(turn_stages=["evidence", "evidence"]))
+    assert [(f.code, f.reason.split("'")[1]) for f in report.failures] == [("unobserved_citation", "nobody2020")]
