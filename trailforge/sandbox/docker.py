@@ -110,6 +110,11 @@ class DockerSandbox:
         self._client = client
         self._prepared: dict[str, PreparedEnv] = {}
 
+    # An executor=ray worker gets a copy without the client (a socket) and without the prepared
+    # environments: images live in each node's own engine, so the node checks (and builds) its own.
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_client": None, "_prepared": {}}
+
     @classmethod
     def from_config(cls, config) -> "DockerSandbox":
         return cls(

@@ -168,3 +168,22 @@ def test_unreachable_address_names_the_key():
         check_reachable(f"127.0.0.1:{free_port()}", timeout_s=2)
     with pytest.raises(ExecutorUnavailable, match="executor.address=nohost: expected host:port"):
         check_reachable("nohost")
+
+
+def test_docker_sandbox_runs_items_on_the_node_that_executes_them(ray_executor):
+    from conftest import DOCKER_BASE_IMAGE, docker_client_or_skip
+    from trailforge.sandbox import DockerSandbox, RunRequest
+
+    docker_client_or_skip()
+    sandbox = DockerSandbox(base_image=DOCKER_BASE_IMAGE, timeout_s=60)
+    assert sandbox.prepare([]).ready  # the driver's client and prepared image stay on the driver
+
+    def square_in_a_container(n):
+        env = sandbox.prepare([])
+        result = sandbox.run(env, RunRequest(("python", "-c", f"print({n} * {n})"), {}, 60))
+        return result.stdout.strip() if result.ok else result.stderr
+
+    figures = {}
+    assert ray_executor.map(square_in_a_container, range(6), label="docker", figures=figures) == \
+        [str(n * n) for n in range(6)]
+    assert figures["executor"]["docker"]["items"] == 6
