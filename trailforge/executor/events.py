@@ -16,10 +16,13 @@ from __future__ import annotations
 import contextlib
 import copy
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 # Driver side: token -> original object, filled while a map's function and items are pickled.
 _identities: dict[str, Any] | None = None
+# Driver side, while a remote executor pickles: makes a ledger every worker copy shares; token -> ledger.
+_ledger_factory: Callable[[dict[str, float]], Any] | None = None
+_ledgers: dict[str, Any] | None = None
 # Worker side: the events of the item now running (one Ray task at a time per worker process).
 _events: list[tuple[str, str, tuple, dict]] | None = None
 _events_lock = threading.Lock()  # an item may record from threads of its own
@@ -44,6 +47,34 @@ def token_for(obj: Any) -> str | None:
     token = f"{type(obj).__name__}-{id(obj):x}"
     _identities[token] = obj  # held here, so the id cannot be reused while the map runs
     return token
+
+
+@contextlib.contextmanager
+def shared_ledgers(factory: Callable[[dict[str, float]], Any]) -> Iterator[dict[str, Any]]:
+    """While pickling on the driver: let objects ask for a ledger shared across workers (see
+    :func:`shared_ledger`); ``factory(initial totals)`` makes one. Yields token -> ledger made."""
+    global _ledger_factory, _ledgers
+    made: dict[str, Any] = {}
+    previous, _ledger_factory, _ledgers = (_ledger_factory, _ledgers), factory, made
+    try:
+        yield made
+    finally:
+        _ledger_factory, _ledgers = previous
+
+
+def shared_ledger(obj: Any, initial: dict[str, float]) -> Any | None:
+    """A ledger of running totals that all worker copies of ``obj`` share for this map (one per object),
+    starting at ``initial``; None outside a remote executor's pickling or when it offers none.
+
+    The object's own counts still travel back as events; the ledger exists so that a limit on a total
+    (a model budget) holds across the cluster while items run, not only after they are replayed.
+    """
+    token = token_for(obj)
+    if token is None or _ledger_factory is None or _ledgers is None:
+        return None
+    if token not in _ledgers:
+        _ledgers[token] = _ledger_factory(dict(initial))
+    return _ledgers[token]
 
 
 @contextlib.contextmanager

@@ -62,6 +62,57 @@ class ItemLost(RuntimeError):
     """An item's task failed for a reason other than its own exception (its worker or node died)."""
 
 
+class _TotalsLedger:
+    """Running totals checked against limits; one Ray actor per shared ledger, so calls are serial."""
+
+    def __init__(self, initial: dict[str, float]):
+        self.totals = dict(initial)
+
+    def reserve(self, adding: dict[str, float], limits: dict[str, float | None]) -> str | None:
+        """Add ``adding`` unless a total already reached its limit; returns the name of that total."""
+        for name, limit in limits.items():
+            if limit is not None and self.totals.get(name, 0) >= limit:
+                return name
+        self.add(adding)
+        return None
+
+    def add(self, adding: dict[str, float]) -> None:
+        for name, value in adding.items():
+            self.totals[name] = self.totals.get(name, 0) + value
+
+    def read(self) -> dict[str, float]:
+        return dict(self.totals)
+
+
+class RayLedger:
+    """What a worker copy holds of a shared ledger (``events.shared_ledger``): a handle on its actor."""
+
+    def __init__(self, actor):
+        self._actor = actor
+
+    @classmethod
+    def start(cls, ray, initial: dict[str, float]) -> "RayLedger":
+        return cls(ray.remote(num_cpus=0)(_TotalsLedger).remote(initial))
+
+    def reserve(self, adding: dict[str, float], limits: dict[str, float | None]) -> str | None:
+        import ray
+
+        return ray.get(self._actor.reserve.remote(adding, limits))
+
+    def add(self, adding: dict[str, float]) -> None:
+        self._actor.add.remote(adding)  # a caller's calls to one actor run in order, so no wait is needed
+
+    def read(self) -> dict[str, float]:
+        import ray
+
+        return ray.get(self._actor.read.remote())
+
+    def stop(self) -> None:
+        import ray
+
+        ray.kill(self._actor)
+
+
 @dataclass
 class NodeThroughput:
     """Items done per node during one map: the figure a stage records and the progress line shows."""
@@ -146,31 +197,36 @@ class RayExecutor:
         cwd = os.getcwd()
         throughput = NodeThroughput()
         outcomes: dict[int, tuple] = {}
-        with events.identities() as targets:
-            fn_ref = ray.put(_dumps(fn))
-            item_blobs = [_dumps(item) for item in items]
-            pending: dict[Any, int] = {}
-            submitted = replayed = 0
-            with _NodeProgress(label, len(items), cache_hits=cache_hits, cost_usd=cost_usd,
-                               throughput=throughput) as progress:
-                while submitted < len(items) or pending:
-                    while submitted < len(items) and len(pending) < self.max_in_flight:
-                        ref = remote.options(**options).remote(fn_ref, item_blobs[submitted], cwd)
-                        pending[ref] = submitted
-                        item_blobs[submitted] = None  # held by Ray now
-                        submitted += 1
-                    ready, _ = ray.wait(list(pending), num_returns=1)
-                    for ref in ready:
-                        index = pending.pop(ref)
-                        outcomes[index] = self._outcome(ray, ref, index, label)
-                        if outcomes[index][3] is not None:
-                            throughput.add(outcomes[index][3], outcomes[index][4])
-                        progress.advance()
-                    # Replay in input order, as far as items are done, so the driver's counters (and
-                    # the progress line's cache hits) never depend on the order tasks finished in.
-                    while replayed in outcomes:
-                        events.replay(targets, outcomes[replayed][2])
-                        replayed += 1
+        with events.identities() as targets, events.shared_ledgers(lambda initial: RayLedger.start(ray, initial)) \
+                as ledgers:
+            try:
+                fn_ref = ray.put(_dumps(fn))  # pickling creates the shared ledgers the function's objects ask for
+                item_blobs = [_dumps(item) for item in items]
+                pending: dict[Any, int] = {}
+                submitted = replayed = 0
+                with _NodeProgress(label, len(items), cache_hits=cache_hits, cost_usd=cost_usd,
+                                   throughput=throughput) as progress:
+                    while submitted < len(items) or pending:
+                        while submitted < len(items) and len(pending) < self.max_in_flight:
+                            ref = remote.options(**options).remote(fn_ref, item_blobs[submitted], cwd)
+                            pending[ref] = submitted
+                            item_blobs[submitted] = None  # held by Ray now
+                            submitted += 1
+                        ready, _ = ray.wait(list(pending), num_returns=1)
+                        for ref in ready:
+                            index = pending.pop(ref)
+                            outcomes[index] = self._outcome(ray, ref, index, label)
+                            if outcomes[index][3] is not None:
+                                throughput.add(outcomes[index][3], outcomes[index][4])
+                            progress.advance()
+                        # Replay in input order, as far as items are done, so the driver's counters (and
+                        # the progress line's cache hits) never depend on the order tasks finished in.
+                        while replayed in outcomes:
+                            events.replay(targets, outcomes[replayed][2])
+                            replayed += 1
+            finally:
+                for ledger in ledgers.values():
+                    ledger.stop()
         if figures is not None:
             figures.setdefault("executor", {})[label] = throughput.as_dict()
         results = []

@@ -12,7 +12,8 @@
   ``max_reasks`` times (each re-ask is its own cached request).
 - **Budget.** ``budget.max_llm_calls`` / ``max_llm_tokens`` / ``max_llm_cost_usd`` are checked
   before every uncached call; past them ``BudgetExhausted`` is raised and the stage keeps what it
-  finished and says what it left undone.
+  finished and says what it left undone. With ``executor=ray`` the check runs against one ledger
+  that every worker's copy of the client shares, so the limits hold for the cluster as a whole.
 - **Offline.** litellm is imported lazily with its local cost map; no network is touched until a
   request is actually sent to the configured endpoint.
 """
@@ -121,6 +122,11 @@ class Limits:
     max_cost_usd: float | None = None
 
 
+def _budget_totals(usage: Usage) -> dict[str, float]:
+    """What the budget limits: calls made, tokens used, dollars spent."""
+    return {"calls": usage.calls, "tokens": usage.prompt_tokens + usage.completion_tokens, "cost_usd": usage.cost_usd}
+
+
 class LLMClient:
     def __init__(self, roles: dict[str, Endpoint], cache: ContentCache, limits: Limits | None = None):
         self.roles = roles
@@ -129,6 +135,15 @@ class LLMClient:
         self.usage = Usage()
         self._slots = threading.Semaphore(self.limits.max_concurrency)
         self._budget_lock = threading.Lock()
+        self._shared_budget = None  # on a remote executor's worker: the ledger all copies of this client share
+
+    # A remote executor pickles the client with the item function. Each worker copy checks the budget
+    # against a ledger every copy shares (when the executor offers one), so the limits hold across the
+    # cluster while items run; usage itself comes back through Usage's events.
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_shared_budget"] = executor_events.shared_ledger(self, _budget_totals(self.usage))
+        return state
 
     # ------------------------------------------------------------------ public
 
@@ -198,20 +213,25 @@ class LLMClient:
         request.update(params)  # every parameter is part of the request, hence of the cache key
         return request
 
-    def _check_budget(self) -> None:
-        limits, usage = self.limits, self.usage
-        if limits.max_calls is not None and usage.calls >= limits.max_calls:
-            raise BudgetExhausted(f"budget.max_llm_calls={limits.max_calls} reached")
-        if limits.max_tokens is not None and usage.prompt_tokens + usage.completion_tokens >= limits.max_tokens:
-            raise BudgetExhausted(f"budget.max_llm_tokens={limits.max_tokens} reached")
-        if limits.max_cost_usd is not None and usage.cost_usd >= limits.max_cost_usd:
-            raise BudgetExhausted(f"budget.max_llm_cost_usd={limits.max_cost_usd} reached")
+    def _reserve_call(self) -> None:
+        """Count one call against the budget before it is sent, so parallel calls cannot overshoot."""
+        limits = self.limits
+        bounds = {"calls": limits.max_calls, "tokens": limits.max_tokens, "cost_usd": limits.max_cost_usd}
+        with self._budget_lock:
+            if self._shared_budget is not None:
+                reached = self._shared_budget.reserve({"calls": 1}, bounds)
+            else:
+                totals = _budget_totals(self.usage)
+                reached = next((name for name, bound in bounds.items()
+                                if bound is not None and totals[name] >= bound), None)
+            if reached is not None:
+                config_key = {"calls": "max_llm_calls", "tokens": "max_llm_tokens", "cost_usd": "max_llm_cost_usd"}
+                raise BudgetExhausted(f"budget.{config_key[reached]}={bounds[reached]} reached")
+            self.usage.add(calls=1)
 
     def _call(self, endpoint: Endpoint, request: dict[str, Any]) -> dict[str, Any]:
         litellm = _litellm()
-        with self._budget_lock:
-            self._check_budget()
-            self.usage.add(calls=1)  # reserved before sending, so parallel calls cannot overshoot
+        self._reserve_call()
         kwargs = {k: v for k, v in request.items() if k not in ("api_base", "response_schema") and v is not None}
         if request.get("response_schema") is not None:
             kwargs["response_format"] = {"type": "json_object"}
@@ -247,6 +267,8 @@ class LLMClient:
         except Exception:  # models without a price (local servers) cost nothing we can know
             cost = 0.0
         self.usage.add(prompt_tokens=prompt, completion_tokens=completion, cost_usd=cost)
+        if self._shared_budget is not None:
+            self._shared_budget.add({"tokens": prompt + completion, "cost_usd": cost})
         if choice.finish_reason == "length":
             self.usage.add(failure="truncated")
             raise LLMError("truncated", f"the reply hit max_tokens={request.get('max_tokens')} and was cut off")

@@ -187,3 +187,30 @@ def test_docker_sandbox_runs_items_on_the_node_that_executes_them(ray_executor):
     assert ray_executor.map(square_in_a_container, range(6), label="docker", figures=figures) == \
         [str(n * n) for n in range(6)]
     assert figures["executor"]["docker"]["items"] == 6
+
+
+def test_a_model_budget_holds_across_the_cluster_as_it_does_locally(ray_executor, tmp_path):
+    from trailforge.llm import BudgetExhausted, Endpoint, Limits, LLMClient
+    from trailforge.testing.openai_server import FakeOpenAIServer
+
+    def outcome(executor, server, name):
+        endpoint = Endpoint(model="openai/fake-model", api_base=server.url, api_key_env="TF_TEST_KEY", timeout_s=5)
+        llm = LLMClient({"generator": endpoint}, ContentCache(tmp_path / name), Limits(backoff_s=0.01, max_calls=5))
+
+        def ask(n):
+            try:
+                return llm.complete([{"role": "user", "content": f"question {n}"}])
+            except BudgetExhausted as exc:
+                return str(exc)
+
+        results = executor.map(ask, range(12), label="budget")
+        return results, llm.usage.calls
+
+    with FakeOpenAIServer(responder=lambda request: "answer") as server:
+        local, local_calls = outcome(LocalExecutor(max_workers=2), server, "local")
+        local_served = server.calls
+        remote, remote_calls = outcome(ray_executor, server, "ray")
+        remote_served = server.calls - local_served
+    assert local.count("answer") == remote.count("answer") == 5
+    assert remote.count("budget.max_llm_calls=5 reached") == 7
+    assert local_served == remote_served == local_calls == remote_calls == 5
