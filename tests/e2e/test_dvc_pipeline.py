@@ -87,6 +87,10 @@ def test_tiny_recipe_builds_verifies_and_rebuilds_only_what_changed(tmp_path):
     summary = json.loads(_run(project, *trailforge, "recheck", stdout_only=True))
     assert summary["passed"] == summary["environments"] == verified, summary["failures"][:3]
 
+    # Bytecode that Python writes next to the code a stage imports is not a code change.
+    stray = project / "trailforge" / "lineage" / "__pycache__" / "graph.cpython-311.pyc"
+    stray.parent.mkdir(exist_ok=True)
+    stray.write_bytes(b"bytecode written by some later import")
     assert "changed" not in _run(project, *dvc, "status").lower()
     assert "Running stage" not in _run(project, *dvc, "repro")
 
