@@ -33,9 +33,14 @@ def free_port() -> int:
 
 
 def offline_ray_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for Ray processes here: no usage stats, no dashboard, nothing off this machine."""
+    """The environment for Ray processes here: no usage stats, no dashboard, nothing off this machine.
+
+    Token authentication is off for these throwaway clusters. Recent Ray (2.60 here) turns it on for
+    any ``ray start`` once ``~/.ray/auth_token`` exists, and the first plain ``ray.init()`` on a machine
+    writes that file; in token mode no client reached a head bound to 127.0.0.1.
+    """
     return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_DISABLE_DOCKER_CPU_WARNING": "1",
-            "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0", **(extra or {})}
+            "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0", "RAY_AUTH_MODE": "disabled", **(extra or {})}
 
 
 class LoopbackCluster:
