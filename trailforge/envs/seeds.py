@@ -103,6 +103,16 @@ def refers_to_data(module: ast.Module, data_names: set[str]) -> bool:
     return False
 
 
+# Tracebacks through installed packages name the interpreter's install folder, which is wherever this
+# checkout's venv happens to live; only the part from lib/pythonX.Y/ on says anything about the program.
+_INSTALL_FOLDER = re.compile(r'File "[^"\n]*?(/lib/python3\.\d+/)')
+
+
+def portable_stderr(stderr: str) -> str:
+    """``stderr`` with interpreter install folders replaced by ``<python>``, so rejects match across machines."""
+    return _INSTALL_FOLDER.sub(r'File "<python>\1', stderr)
+
+
 def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCache, timeout_s: float,
                   recorder: StageRecorder) -> SeedRow | None:
     snap = candidate.snapshot
@@ -120,10 +130,11 @@ def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCach
     recorder.figures.setdefault("durations_s", {})[item] = result.duration_s
     if result.reason != OK:
         reasons = {TIMEOUT: "timeout", NONZERO_EXIT: "nonzero_exit", OUTPUT_LIMIT: "output_limit"}
-        tail = result.stderr.strip().splitlines()[-1:] or [""]
+        stderr = portable_stderr(result.stderr)
+        tail = stderr.strip().splitlines()[-1:] or [""]
         recorder.reject(item, reasons.get(result.reason, result.reason),
                         f"{candidate.script} ended with {result.reason} (exit {result.exit_code}): {tail[0][:300]}",
-                        stderr_tail=result.stderr[-2000:])
+                        stderr_tail=stderr[-2000:])
         return None
     trace = _read_trace(result.files.pop(TRACE_FILE, None))
     by_path = {f.path: f for f in snap.files}
