@@ -1,7 +1,7 @@
 """Run untrusted programs: one protocol (``base``), backends picked by `sandbox.backend`."""
 from pathlib import Path
 
-from .base import PreparedEnv, RunRequest, RunResult, Sandbox
+from .base import PreparedEnv, RunRequest, RunResult, Sandbox, SandboxInfrastructureError
 from .cached import run_cached
 from .docker import DockerSandbox, DockerUnavailable
 from .local import LocalSandbox, SandboxUnavailable
@@ -20,5 +20,5 @@ def build_sandbox(config) -> Sandbox:
 
 __all__ = [
     "BACKENDS", "TRACE_RUNNER", "DockerSandbox", "DockerUnavailable", "LocalSandbox", "PreparedEnv", "RunRequest", "RunResult", "Sandbox",
-    "SandboxUnavailable", "build_sandbox", "run_cached",
+    "SandboxInfrastructureError", "SandboxUnavailable", "build_sandbox", "run_cached",
 ]

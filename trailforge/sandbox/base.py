@@ -17,6 +17,19 @@ TIMEOUT = "timeout"
 OUTPUT_LIMIT = "output_limit"
 KILLED = "killed_by_signal"
 BAD_REQUEST = "bad_request"
+# Caps on what one run may hand back (each its own reason, so a reject says which cap it hit).
+OUTPUT_TOTAL_LIMIT = "output_total_limit"
+OUTPUT_COUNT_LIMIT = "output_count_limit"
+OUTPUT_DEPTH_LIMIT = "output_depth_limit"
+SCRATCH_FULL = "scratch_full"
+
+
+class SandboxInfrastructureError(RuntimeError):
+    """The host, not the program, made the run fail (the sandbox did not start, quota, ENOSPC).
+
+    Raised instead of returning a result, so it is never cached and never becomes a reject
+    of the program: the stage stops with this message and a re-run resumes.
+    """
 
 
 @dataclass(frozen=True)
