@@ -80,10 +80,20 @@ class LocalSandboxConfig(_Strict):
     network: Literal["none", "host"] = "none"
     require_network_isolation: bool = False
     isolation: Literal["auto", "required", "off"] = Field(
-        "auto", description="own mount+PID namespaces as nobody where the host allows it (see sandbox/local.py)")
+        "auto", description="bubblewrap sandbox per run where the host allows it; required: fail at start "
+                            "otherwise; off: plain subprocesses (see sandbox/local.py)")
     environments: Literal["host", "venv"] = Field(
         "host", description="host: the running interpreter; venv: one virtual environment per dependency set")
     venv_root: str | None = Field(None, description="where venvs live (default: $TRAILFORGE_CACHE_DIR/venvs)")
+    max_output_total_bytes: int = Field(50_000_000, gt=0, description="all output files of one run together")
+    max_output_files: int = Field(10_000, gt=0, description="output files one run may hand back")
+    max_output_depth: int = Field(64, gt=0, description="folder depth collected below the scratch folder")
+    max_scratch_mb: int = Field(1024, ge=16, description="size of a run's in-memory scratch folder")
+    wheels_only: bool = Field(True, description="venv installs take wheels only: no source build runs any code")
+    installer: Literal["uv", "pip"] = Field("uv", description="what installs venv dependencies (inside a sandbox)")
+    index_url: str | None = Field(None, description="package index for venv installs (default: the installer's)")
+    find_links: list[str] = Field(default_factory=list, description="local folders of wheels for venv installs")
+    no_index: bool = Field(False, description="install only from find_links")
 
 
 class DockerSandboxConfig(_Strict):

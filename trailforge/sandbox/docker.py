@@ -286,8 +286,11 @@ class DockerSandbox:
             reason = OUTPUT_LIMIT
         else:
             reason = NONZERO_EXIT
-        files, oversized = collect_outputs(scratch, request.files, self.max_output_file_bytes,
-                                           skip=(STDOUT_FILE, STDERR_FILE))
+        # The container is gone, so nothing can change the tree while it is read.
+        files, oversized, cap = collect_outputs(scratch, request.files, self.max_output_file_bytes,
+                                                skip=(STDOUT_FILE, STDERR_FILE))
+        if cap and reason in (OK, NONZERO_EXIT):
+            reason, files = cap, {}
         return RunResult(exit_code=code, reason=reason, stdout=stdout, stderr=stderr, stdout_truncated=truncated,
                          files=files, oversized_files=oversized, duration_s=round(duration, 4))
 

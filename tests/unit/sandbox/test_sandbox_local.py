@@ -138,7 +138,7 @@ def test_home_and_tmpdir_point_inside_scratch_dir(sandbox, env):
         "cwd = real(os.getcwd())\n"
         "json.dump({'home_is_cwd': real(os.environ['HOME']) == cwd,\n"
         "           'tmp_in_cwd': os.path.dirname(real(os.environ['TMPDIR'])) == cwd,\n"
-        "           'scratch_name': os.path.basename(cwd).startswith('tf-sbx-'),\n"
+        "           'scratch_name': cwd == '/tf-scratch' or os.path.basename(os.path.dirname(cwd)) == 'trailforge-sandbox',\n"
         "           'cwd': cwd}, open('where.json', 'w'))\n"
     )
     result = run(sandbox, env, code)
@@ -230,11 +230,17 @@ def test_host_network_mode_reaches_listening_socket(listening_port):
     assert result.stdout.strip() == "connected"
 
 
-def test_required_isolation_without_namespace_raises(monkeypatch):
-    monkeypatch.setattr(local_module, "_network_namespace_available", lambda: False)
+def test_required_isolation_without_bubblewrap_raises_and_auto_says_so(monkeypatch, capsys):
+    monkeypatch.setattr(local_module, "bwrap_problem", lambda: "the `bwrap` program is not installed")
+    monkeypatch.setattr(local_module, "_warned", set())
     with pytest.raises(SandboxUnavailable, match="require_network_isolation"):
         LocalSandbox(require_network_isolation=True)
-    assert LocalSandbox(require_network_isolation=False).isolate_network is False
+    with pytest.raises(SandboxUnavailable, match="isolation is 'required'.*bwrap"):
+        LocalSandbox(isolation="required")
+    box = LocalSandbox(require_network_isolation=False)
+    assert box.isolate_network is False and box.isolation == "process"
+    warning = capsys.readouterr().err
+    assert "downgraded to plain subprocesses" in warning and "bwrap" in warning
 
 
 def test_prepare_reports_missing_distribution(sandbox):
