@@ -1,4 +1,9 @@
 """Content-addressed per-item cache (see ``store``)."""
-from .store import CacheStats, ContentCache, cache_dir_from_env, sha256_bytes, stable_hash
+from .store import (
+    CacheCorruption, CacheStats, ContentCache, CorruptBlob, cache_dir_from_env, sha256_bytes, stable_hash,
+)
 
-__all__ = ["CacheStats", "ContentCache", "cache_dir_from_env", "sha256_bytes", "stable_hash"]
+__all__ = [
+    "CacheCorruption", "CacheStats", "ContentCache", "CorruptBlob", "cache_dir_from_env", "sha256_bytes",
+    "stable_hash",
+]

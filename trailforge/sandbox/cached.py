@@ -4,16 +4,21 @@ The key covers everything that can change a run's result: the environment spec, 
 command, every input file's hash, the timeout and extra variables, plus a ``salt`` for
 deliberate repeats (run 1 and run 2 of a reproducibility check are distinct entries).
 Output files are stored as blobs, so a cached result is rebuilt byte for byte.
+
+A cached entry whose blobs are missing or damaged, or whose record is not a run record,
+is a miss: the run is repeated and the entry rewritten (counted as ``healed`` in the cache
+stats). A backend's ``SandboxInfrastructureError`` propagates and stores nothing.
 """
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, fields
 
-from ..cache import ContentCache, sha256_bytes
+from ..cache import CacheCorruption, ContentCache, sha256_bytes
 from .base import PreparedEnv, RunRequest, RunResult, Sandbox
 
 RUN_OP = "sandbox.run"
 RUN_VERSION = 2  # 2: scratch paths masked in stdout/stderr
+_RECORD_FIELDS = frozenset(f.name for f in fields(RunResult))
 
 
 def run_cached(
@@ -35,6 +40,11 @@ def run_cached(
         record["files"] = {path: cache.put_blob(data) for path, data in result.files.items()}
         return record
 
-    record, hit = cache.get_or_compute(RUN_OP, RUN_VERSION, inputs, execute)
-    files = {path: cache.get_blob(digest) for path, digest in record["files"].items()}
-    return RunResult(**{**record, "files": files}), hit
+    def load(record: object) -> RunResult:
+        # Only a damaged or hand-edited entry fails this check; it must cost a re-run, not a crash.
+        if not (isinstance(record, dict) and record.keys() == _RECORD_FIELDS and isinstance(record["files"], dict)):
+            raise CacheCorruption(f"{RUN_OP} entry is not a run record")
+        files = {path: cache.get_blob(digest) for path, digest in record["files"].items()}
+        return RunResult(**{**record, "files": files})
+
+    return cache.get_or_compute(RUN_OP, RUN_VERSION, inputs, execute, load=load)

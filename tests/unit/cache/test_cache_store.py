@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from trailforge.cache.store import ContentCache, cache_dir_from_env, sha256_bytes, stable_hash
+from trailforge.cache.store import ContentCache, CorruptBlob, cache_dir_from_env, sha256_bytes, stable_hash
 
 
 class Counter:
@@ -82,7 +82,7 @@ def test_blobs_round_trip_by_content_hash(tmp_path):
 
 
 def test_missing_blob_raises(tmp_path):
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(CorruptBlob, match="ab" + "0" * 62):
         ContentCache(tmp_path).get_blob("ab" + "0" * 62)
 
 
