@@ -7,6 +7,11 @@ Recognised results:
 
 The same extractor reads the reference program's runs in ``verify``, so "the answer" always
 means exactly the same thing.
+
+A program is untrusted, and its labels become field names that task.md and model prompts quote.
+``field_name`` is the one place a raw label becomes a name: a label that is too long, uses other
+characters than those of plain quantity names, or reads like a sentence is refused (counted with its
+reason), never rewritten.
 """
 from __future__ import annotations
 
@@ -15,13 +20,16 @@ import io
 import json
 import math
 import re
+from collections import Counter
 from pathlib import PurePosixPath
 from typing import Any
 
 from ..io import AnswerField
 
+# The label may run longer than any label that is accepted, so that an over-long one is seen and counted
+# as refused rather than silently not matched.
 _LINE = re.compile(
-    r"^\s*(?P<label>[A-Za-z][^:=\n]{0,100}?)\s*(?:\((?P<unit>[^()]{1,40})\))?\s*[:=]\s*(?P<value>\S.{0,80}?)\s*$"
+    r"^\s*(?P<label>[A-Za-z][^:=\n]{0,400}?)\s*(?:\((?P<unit>[^()]{1,40})\))?\s*[:=]\s*(?P<value>\S.{0,80}?)\s*$"
 )
 RESULT_DIR = "result"  # where a Subflow reference program saves its target
 _INT = re.compile(r"^[+-]?\d+$")
@@ -29,8 +37,56 @@ _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
 _STRING = re.compile(r"^[\w][\w .+/%-]{0,59}$")
 
 
+# What a label (a printed name, its unit, a JSON key, a column header, a part of an output path) may
+# be. These are the characters the names of quantities and units use (the bundled examples need
+# letters, digits, space and ``_ - . / % ^ |``; ``( ) , + '`` are as plain: "Young's modulus"), and
+# nothing that carries Markdown or prompt structure: no backtick, double quote, ``#``, ``*``, ``<``,
+# ``[``, ``:``, newline or control character. ASCII only: non-ASCII letters would let look-alike and
+# invisible characters (a Hangul filler reads as a space but is a letter) through the word checks below.
+# Empty is allowed: it is the header pandas writes over an unnamed index column.
+_LABEL_CHARACTERS = re.compile(r"[A-Za-z0-9 _.,()/%+^|'-]*")
+MAX_LABEL_CHARS = 64  # the longest label in the examples has 36 characters
+MAX_LABEL_WORDS = 8  # the most words of a label in the examples is 6; a sentence has more
+# Words that address a reader rather than name a quantity ("ignore previous instructions and ...").
+_INSTRUCTION_WORDS = frozenset({
+    "ignore", "disregard", "forget", "instruction", "instructions", "reveal", "pretend", "jailbreak", "assistant",
+    "you", "your", "please",
+})
+
+
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "value"
+
+
+def label_problem(text: str) -> str | None:
+    """None when ``text`` may be (part of) an answer field's label, else the reason it may not."""
+    if len(text) > MAX_LABEL_CHARS:
+        return "unsafe_label_length"
+    if not _LABEL_CHARACTERS.fullmatch(text):
+        return "unsafe_label_characters"
+    if len(text.split()) > MAX_LABEL_WORDS:
+        return "unsafe_label_words"
+    if _INSTRUCTION_WORDS.intersection(re.findall(r"[a-z]+", text.lower())):
+        return "unsafe_label_instructions"
+    return None
+
+
+def field_name(*parts: str) -> tuple[str | None, str | None]:
+    """``(name, None)`` for the raw label of one result, else ``(None, reason)``.
+
+    ``parts`` is a printed label, or a file's stem and the JSON keys that lead to the value. Every
+    part must be a safe label as it is: the name is derived from the parts, the parts are not cleaned.
+    """
+    for part in parts:
+        problem = label_problem(part)
+        if problem:
+            return None, problem
+    return slug(".".join(parts)), None
+
+
+def _path_problem(path: str) -> str | None:
+    """An output file's path is quoted in its fields' labels, so each of its parts must be a safe label."""
+    return next(filter(None, (label_problem(part) for part in PurePosixPath(path).parts)), None)
 
 
 def parse_scalar(text: str) -> tuple[str, Any, int | None] | None:
@@ -62,19 +118,23 @@ def resolution(text: str) -> float:
 
 
 class _Collector:
-    def __init__(self, max_fields: int):
+    def __init__(self, max_fields: int, skipped: Counter):
         self.max_fields = max_fields
         self.fields: list[AnswerField] = []
         self.values: dict[str, Any] = {}
         self.dropped = 0
+        self.skipped = skipped
 
-    def add(self, name: str, kind: str, value: Any, label: str, source: str, unit=None, decimals=None,
-            resolution=None) -> None:
+    def add(self, base: str | None, problem: str | None, kind: str, value: Any, label: str, source: str, unit=None,
+            decimals=None, resolution=None) -> None:
+        """Add a field named ``base`` (from ``field_name``), or count why its label was refused."""
+        if problem:
+            self.skipped[problem] += 1
+            return
         if len(self.fields) >= self.max_fields:
             self.dropped += 1
             return
-        base, n = slug(name), 2
-        name = base
+        name, n = base, 2
         while name in self.values:
             name, n = f"{base}_{n}", n + 1
         self.fields.append(AnswerField(name=name, type=kind, label=label[:120], unit=unit, source=source,
@@ -82,10 +142,13 @@ class _Collector:
         self.values[name] = value
 
 
-def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 24,
-                   max_table_rows: int = 50) -> tuple[list[AnswerField], dict[str, Any], int]:
-    """Return ``(schema, answer, fields dropped over the cap)``."""
-    out = _Collector(max_fields)
+def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 24, max_table_rows: int = 50,
+                   skipped: Counter | None = None) -> tuple[list[AnswerField], dict[str, Any], int]:
+    """Return ``(schema, answer, fields dropped over the cap)``.
+
+    Results whose label was refused are counted by reason into ``skipped`` when it is given.
+    """
+    out = _Collector(max_fields, Counter() if skipped is None else skipped)
     for line in stdout.splitlines():
         match = _LINE.match(line)
         if not match:
@@ -96,8 +159,10 @@ def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 
         kind, value, decimals = parsed
         label = match.group("label").strip()
         unit = (match.group("unit") or "").strip() or None
+        name, problem = field_name(label)
+        problem = problem or (label_problem(unit) if unit else None)  # the unit is quoted next to the label
         res = resolution(match.group("value").strip().rstrip(".,;")) if kind == "number" else None
-        out.add(label, kind, value, label, "stdout", unit=unit, decimals=decimals, resolution=res)
+        out.add(name, problem, kind, value, label, "stdout", unit=unit, decimals=decimals, resolution=res)
     for path in sorted(files):
         text = files[path]
         if text is None:
@@ -109,12 +174,16 @@ def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 
                 data = json.loads(text)
             except ValueError:
                 continue
-            _add_json(out, stem, data, path, [], max_table_rows)
+            _add_json(out, stem, data, path, _path_problem(path), [], max_table_rows)
         elif suffix in (".csv", ".tsv"):
             table = parse_table(text, "\t" if suffix == ".tsv" else ",", max_table_rows)
             if table is not None:
                 table, res = table
-                out.add(stem, "table", table, f"table written to {path}", f"file:{path}", resolution=res)
+                name, problem = field_name(stem)
+                # The columns are the answer's shape and are quoted in the statement: all must be safe.
+                problem = problem or _path_problem(path) or next(
+                    filter(None, (label_problem(c) for c in table["columns"])), None)
+                out.add(name, problem, "table", table, f"table written to {path}", f"file:{path}", resolution=res)
     return out.fields, out.values, out.dropped
 
 
@@ -134,26 +203,28 @@ def answer_from_run(result, answer_from: str, max_fields: int, max_rows: int):
     return schema, answer
 
 
-def _add_json(out: _Collector, stem: str, data: Any, path: str, keys: list[str], max_rows: int) -> None:
-    name = ".".join([stem, *keys])
+def _add_json(out: _Collector, stem: str, data: Any, path: str, path_problem: str | None, keys: list[str],
+              max_rows: int) -> None:
+    name, problem = field_name(stem, *keys)
+    problem = problem or path_problem
     source = f"file:{path}" + (f"#{'.'.join(keys)}" if keys else "")
     label = f"{'/'.join(keys) or 'value'} in {path}"
     if isinstance(data, dict) and len(keys) < 3:
         for key in sorted(data, key=str):
-            _add_json(out, stem, data[key], path, [*keys, str(key)], max_rows)
+            _add_json(out, stem, data[key], path, path_problem, [*keys, str(key)], max_rows)
     elif isinstance(data, bool):
-        out.add(name, "boolean", data, label, source)
+        out.add(name, problem, "boolean", data, label, source)
     elif isinstance(data, int):
-        out.add(name, "integer", data, label, source)
+        out.add(name, problem, "integer", data, label, source)
     elif isinstance(data, float) and math.isfinite(data):
-        out.add(name, "number", data, label, source, resolution=resolution(repr(data)))
+        out.add(name, problem, "number", data, label, source, resolution=resolution(repr(data)))
     elif isinstance(data, str) and _STRING.match(data):
-        out.add(name, "string", data, label, source)
+        out.add(name, problem, "string", data, label, source)
     elif isinstance(data, list) and 0 < len(data) <= max_rows and all(
         isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in data
     ):
         res = max((resolution(repr(v)) for v in data if isinstance(v, float)), default=None)
-        out.add(name, "number_list", [float(v) for v in data], label, source, resolution=res)
+        out.add(name, problem, "number_list", [float(v) for v in data], label, source, resolution=res)
 
 
 def parse_table(text: str, delimiter: str, max_rows: int) -> tuple[dict[str, Any], float | None] | None:

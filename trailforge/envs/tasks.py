@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from importlib import resources
 from pathlib import Path
 
@@ -31,9 +32,12 @@ def task_id_for(seed_id: str, task_type: str) -> str:
 def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, recorder: StageRecorder) -> TaskRow | None:
     task_id = task_id_for(seed.seed_id, "reproduction")
     files = {w.path: w.text for w in seed.files_written}
-    schema, answer, dropped = extract_answer(seed.stdout, files, max_fields, max_table_rows)
+    refused: Counter = Counter()
+    schema, answer, dropped = extract_answer(seed.stdout, files, max_fields, max_table_rows, skipped=refused)
     if dropped:
         recorder.count("answer_fields_over_cap", dropped)
+    for reason, n in sorted(refused.items()):  # results whose label may not reach a statement
+        recorder.count(f"answer_fields_{reason}", n)
     tree = Path(seed.tree)
     program = {path: (tree / path).read_text(encoding="utf-8") for path in seed.program_files}
     schema, answer = drop_echoed_settings(schema, answer, program, recorder)
