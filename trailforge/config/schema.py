@@ -110,6 +110,10 @@ class DockerSandboxConfig(_Strict):
     index_url: str | None = Field(None, description="pip index for image builds (default: the host's PIP_INDEX_URL)")
     extra_index_urls: list[str] = Field(default_factory=list)
     build_network: str = Field("default", description="network mode of image builds (the proxy must be reachable)")
+    max_output_total_bytes: int = Field(50_000_000, gt=0, description="all output files of one run together")
+    max_output_files: int = Field(10_000, gt=0, description="output files one run may hand back")
+    max_output_depth: int = Field(64, gt=0, description="folder depth collected below the scratch folder")
+    wheels_only: bool = Field(True, description="image builds install wheels only: no source build runs any code")
 
 
 class BudgetConfig(_Strict):

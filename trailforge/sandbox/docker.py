@@ -28,7 +28,8 @@ from pathlib import Path
 
 from ..cache import stable_hash
 from .base import BAD_REQUEST, KILLED, NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT, PreparedEnv, RunRequest, RunResult
-from .local import LOCK_SCRIPT, SCRATCH_MARK, _failing_requirement, _hand_over, _read_capped, _safe_relative, collect_outputs
+from .local import (LOCK_SCRIPT, SCRATCH_MARK, _failing_requirement, _hand_over, _read_capped, _safe_relative,
+                    collect_outputs, refused_requirement, remove_tree)
 
 WORKDIR = "/work"
 VENV = "/opt/venv"
@@ -43,7 +44,7 @@ class DockerUnavailable(RuntimeError):
 
 
 def render_dockerfile(base_image: str, requirements: list[str], with_ca: bool = True,
-                      requirements_file: str = "requirements.txt") -> str:
+                      requirements_file: str = "requirements.txt", wheels_only: bool = True) -> str:
     """The Dockerfile that rebuilds one dependency set (also exported with each environment)."""
     # The base is a build argument, so a machine without registry access can substitute a local image.
     lines = [f"ARG BASE_IMAGE={base_image}", "FROM ${BASE_IMAGE}"]
@@ -61,15 +62,18 @@ def render_dockerfile(base_image: str, requirements: list[str], with_ca: bool = 
         "ARG HTTP_PROXY",
         "ARG HTTPS_PROXY",
         "ARG NO_PROXY",
-        f"RUN python3 -m venv {VENV}",
+        f"RUN python3 -m venv {VENV} && chown -R {NOBODY} {VENV}",
         f"COPY {requirements_file} /tmp/requirements.txt",
+        "# The install runs as nobody, and wheels only by default: no package's build code runs at all.",
+        f"USER {NOBODY}",
+        "ENV HOME=/tmp",
     ]
     if requirements:
-        lines.append(f"RUN {VENV}/bin/pip install --no-input -r /tmp/requirements.txt")
+        binary = " --only-binary :all:" if wheels_only else ""
+        lines.append(f"RUN {VENV}/bin/pip install --no-input{binary} -r /tmp/requirements.txt")
     lines += [
         f"ENV PATH={VENV}/bin:$PATH",
         f"WORKDIR {WORKDIR}",
-        f"USER {NOBODY}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -94,7 +98,8 @@ class DockerSandbox:
                  max_output_file_bytes: int = 5_000_000, memory_mb: int = 2048, max_processes: int = 256,
                  cpus: float = 1.0, ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt",
                  index_url: str | None = None, extra_index_urls: tuple[str, ...] = (), build_network: str = "default",
-                 client=None):
+                 client=None, max_output_total_bytes: int = 50_000_000, max_output_files: int = 10_000,
+                 max_output_depth: int = 64, wheels_only: bool = True):
         self.base_image = base_image
         self.timeout_s = timeout_s
         self.max_stdout_bytes = max_stdout_bytes
@@ -107,6 +112,8 @@ class DockerSandbox:
         self.extra_index_urls = tuple(extra_index_urls) or tuple(
             u for u in os.environ.get("PIP_EXTRA_INDEX_URL", "").split() if u)
         self.build_network = build_network
+        self.caps = {"total_bytes": max_output_total_bytes, "files": max_output_files, "depth": max_output_depth}
+        self.wheels_only = wheels_only
         self._client = client
         self._prepared: dict[str, PreparedEnv] = {}
 
@@ -122,7 +129,9 @@ class DockerSandbox:
             max_output_file_bytes=config.max_output_file_bytes, memory_mb=config.memory_mb,
             max_processes=config.max_processes, cpus=config.cpus, ca_bundle=config.ca_bundle,
             index_url=config.index_url, extra_index_urls=tuple(config.extra_index_urls),
-            build_network=config.build_network,
+            build_network=config.build_network, max_output_total_bytes=config.max_output_total_bytes,
+            max_output_files=config.max_output_files, max_output_depth=config.max_output_depth,
+            wheels_only=config.wheels_only,
         )
 
     @property
@@ -146,7 +155,11 @@ class DockerSandbox:
 
     def prepare(self, distributions: list[str]) -> PreparedEnv:
         requirements = sorted(set(distributions))
-        dockerfile = render_dockerfile(self.base_image, requirements)
+        refused = [f"{spec} ({why})" for spec in requirements if (why := refused_requirement(spec))]
+        if refused:
+            spec = {"backend": "docker", "error": f"refused requirements: {', '.join(refused)}"}
+            return PreparedEnv(spec=spec, spec_hash=stable_hash(spec), missing=tuple(f"refused {r}" for r in refused))
+        dockerfile = render_dockerfile(self.base_image, requirements, wheels_only=self.wheels_only)
         build_key = stable_hash({"dockerfile": dockerfile, "requirements": requirements,
                                  "ca": stable_hash(self._ca_bytes().decode("latin-1"))})
         if build_key in self._prepared:
@@ -230,7 +243,7 @@ class DockerSandbox:
                         os.chmod(os.path.join(dirpath, name), 0o777)
             return self._execute(scratch, env, request)
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
 
     def _execute(self, scratch: Path, env: PreparedEnv, request: RunRequest) -> RunResult:
         import docker
@@ -288,7 +301,7 @@ class DockerSandbox:
             reason = NONZERO_EXIT
         # The container is gone, so nothing can change the tree while it is read.
         files, oversized, cap = collect_outputs(scratch, request.files, self.max_output_file_bytes,
-                                                skip=(STDOUT_FILE, STDERR_FILE))
+                                                skip=(STDOUT_FILE, STDERR_FILE), caps=self.caps)
         if cap and reason in (OK, NONZERO_EXIT):
             reason, files = cap, {}
         return RunResult(exit_code=code, reason=reason, stdout=stdout, stderr=stderr, stdout_truncated=truncated,

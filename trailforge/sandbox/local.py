@@ -515,7 +515,7 @@ class LocalSandbox:
                 bwrap = [shutil.which("bwrap"), *_namespace_flags(network), "--die-with-parent", "--new-session",
                          *mounts, "--", interpreter, "-I", "-S", "-c", INSIDE_SOURCE, str(config_fd)]
                 run_env = {**env, "HOME": scratch, "TMPDIR": f"{scratch}/.tmp"}
-                group_ = RunGroup.create(self.memory_mb * 1024 * 1024 + scratch_bytes // 4, self.max_processes + 16) \
+                group_ = RunGroup.create(self.memory_mb * 1024 * 1024, self.max_processes + 16) \
                     if self.cgroups else None
                 started = time.monotonic()
                 try:
@@ -631,7 +631,7 @@ class LocalSandbox:
                 return self._result(result_file, out, err, str(scratch), time.monotonic() - started, killed_by_host,
                                     False, proc.returncode)
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            remove_tree(scratch)
 
 
 class _FrameBuffer(bytearray):
@@ -698,6 +698,13 @@ def _failing_requirement(log: str, requirements: list[str]) -> str | None:
         if f"collecting {name}" in lowered and "error" in lowered.split(f"collecting {name}", 1)[1][:2000]:
             return requirement
     return None
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a scratch tree of any depth (shutil.rmtree recurses and fails past ~1000 levels)."""
+    done = subprocess.run(["rm", "-rf", "--one-file-system", "--", str(path)], capture_output=True)
+    if done.returncode != 0 and os.path.exists(path):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _chown_tree(root: Path, uid: int) -> None:

@@ -26,7 +26,10 @@ def docker_box():
 def test_dockerfile_pins_the_base_and_installs_into_a_venv_as_non_root():
     text = render_dockerfile("python:3.11-slim", ["numpy==2.0.1"])
     assert text.startswith("ARG BASE_IMAGE=python:3.11-slim\nFROM ${BASE_IMAGE}\n")
-    assert "pip install --no-input -r /tmp/requirements.txt" in text and "USER 65534:65534" in text
+    assert "pip install --no-input --only-binary :all: -r /tmp/requirements.txt" in text
+    # The install runs after the switch to nobody, so no package code runs as root in the build.
+    assert text.index("USER 65534:65534") < text.index("pip install")
+    assert "--only-binary" not in render_dockerfile("python:3.11-slim", ["numpy==2.0.1"], wheels_only=False)
     assert "PIP_CERT=" in text, "builds trust the host's CA bundle (TLS-intercepting proxies)"
 
 

@@ -5,7 +5,11 @@ is unchanged), end with a reason code, and leave the next run unaffected.
 """
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -38,7 +42,7 @@ def run(backend, code: str, files: dict[str, bytes] | None = None, timeout_s: fl
 def _strict(backend) -> bool:
     """Whether the backend hides the host filesystem (docker always; local with namespaces)."""
     box, _ = backend
-    return box.name == "docker" or getattr(box, "namespaces", False)
+    return box.name == "docker" or getattr(box, "isolation", None) == "bwrap"
 
 
 @pytest.fixture(autouse=True)
@@ -200,3 +204,244 @@ def test_input_files_cannot_be_altered(backend):
     result = run(backend, "open('data/in.csv', 'a').write('tampered')\n", {"data/in.csv": b"a\n"})
     assert result.reason == "nonzero_exit" and "Permission denied" in result.stderr
     assert result.files == {}
+
+
+# ---- Attacks seen against the old local backend (issue: sandboxes that really hold hostile code) ----
+
+HOST_MARKERS = (SECRET.encode(), b"root:", b"PATH=")
+
+
+def _leaks(result) -> list[str]:
+    """Output files (or printed text) holding a byte of host state the program should never reach."""
+    found = [path for path, data in result.files.items() if any(m in data for m in HOST_MARKERS)]
+    return found + (["stdout"] if SECRET in result.stdout else [])
+
+
+SWAP_RACE = r'''
+import os, time
+os.makedirs("out", exist_ok=True)
+open("out/result.txt", "w").write("honest")
+if os.fork() == 0:
+    os.setsid()                       # outlive a process-group kill
+    targets = ["/proc/1/environ", "/proc/self/environ", "/etc/shadow", "/etc/passwd", HOME_SECRET]
+    end = time.monotonic() + 6
+    i = 0
+    while time.monotonic() < end:     # swap the folder for a link while the parent collects
+        try:
+            os.rename("out", "out.real")
+            os.symlink(os.path.dirname(targets[i % len(targets)]) or "/", "out")
+            os.unlink("out")
+            os.rename("out.real", "out")
+        except OSError:
+            pass
+        i += 1
+    os._exit(0)
+'''
+
+
+def test_symlink_swap_race_returns_no_host_byte_in_20_runs(backend, home_secret, monkeypatch):
+    monkeypatch.setenv("TF_BATTERY_TOKEN", SECRET)  # what /proc/<parent>/environ would show
+    code = SWAP_RACE.replace("HOME_SECRET", repr(str(home_secret)))
+    for attempt in range(20):
+        result = run(backend, code, timeout_s=8)
+        assert result.reason == "ok", (attempt, result.reason, result.stderr[-300:])
+        assert _leaks(result) == [], attempt
+        assert set(result.files) <= {"out/result.txt", "out.real/result.txt"}
+
+
+@pytest.fixture
+def planted_answers(tmp_path_factory):
+    """Copies of an answer where a host keeps them: under /opt, in a project's DVC cache, world-readable."""
+    planted = [Path("/opt/tf-battery-release/env-1/eval/expected.json"),
+               Path.cwd() / ".dvc" / "cache" / "files" / "md5" / "tf" / "battery-expected.json",
+               tmp_path_factory.mktemp("release") / "eval" / "expected.json"]
+    made = []
+    for path in planted:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"answer": SECRET}))
+            path.chmod(0o444)
+            made.append(path)
+        except OSError:
+            continue
+    yield made
+    for path in made:
+        path.unlink(missing_ok=True)
+    shutil.rmtree("/opt/tf-battery-release", ignore_errors=True)
+
+
+def test_answers_elsewhere_on_the_host_are_invisible(backend, planted_answers):
+    if not _strict(backend):
+        pytest.xfail("plain-subprocess fallback: the program reads what the calling user reads")
+    code = ("import glob, sys\n"
+            f"paths = {[str(p) for p in planted_answers]!r}\n"
+            "import os\n"
+            "for top in ['opt', 'tmp', 'home', 'srv', 'mnt', 'var', 'media', 'work']:\n"
+            "    paths += glob.glob(f'/{top}/**/expected.json', recursive=True)\n"
+            "for path in paths:\n"
+            "    try:\n"
+            "        print(open(path).read())\n"
+            "    except OSError as exc:\n"
+            "        print('blocked', type(exc).__name__)\n")
+    result = run(backend, code, timeout_s=15)
+    assert len(planted_answers) >= 2
+    assert result.ok, result.stderr
+    assert SECRET not in result.stdout
+    assert result.stdout.count("blocked") >= len(planted_answers)
+
+
+def test_deep_folder_is_a_reject_not_a_crash(backend):
+    code = ("import os\npath = '.'\n"
+            "for i in range(1200):\n"
+            "    path = os.path.join(path, 'd')\n"
+            "    os.mkdir(path)\n"
+            "open(os.path.join(path, 'x.txt'), 'w').write('deep')\n")
+    # 1200 levels of 'd/' exceed PATH_MAX, so the program builds them relative to each folder.
+    code = ("import os\nfd = os.open('.', os.O_RDONLY)\n"
+            "for i in range(1200):\n"
+            "    os.mkdir('d', dir_fd=fd)\n"
+            "    nxt = os.open('d', os.O_RDONLY, dir_fd=fd)\n"
+            "    os.close(fd)\n"
+            "    fd = nxt\n"
+            "os.close(os.open('x.txt', os.O_WRONLY | os.O_CREAT, dir_fd=fd))\n")
+    result = run(backend, code, timeout_s=20)
+    assert result.reason == "output_depth_limit", (result.reason, result.stderr[-300:])
+    assert result.files == {}
+
+
+def test_many_files_hit_the_count_cap(backend):
+    box, env = backend
+    caps = dict(box.caps) if hasattr(box, "caps") else None
+    code = "import os\nos.mkdir('many')\nfor i in range(12000):\n    open(f'many/{i}.txt', 'w').write('x')\n"
+    result = box.run(env, RunRequest(("python", "-c", code), {}, timeout_s=20))
+    assert result.reason == "output_count_limit", (result.reason, result.stderr[-300:])
+    assert result.files == {}
+    if caps is not None:
+        assert box.caps == caps
+
+
+def test_large_outputs_hit_the_total_cap(backend):
+    # Twelve files of 1.9 MB each: every file is under the per-file cap, together they are over 20 MB.
+    box, env = backend
+    code = "for i in range(12):\n    open(f'big{i}.bin', 'wb').write(bytes([i]) * 1_900_000)\n"
+    if box.name == "local":
+        capped = LocalSandbox(timeout_s=20, max_output_file_bytes=2_000_000, max_output_total_bytes=20_000_000,
+                              memory_mb=512, max_processes=64)
+        box, env = capped, capped.prepare([])
+    else:
+        box.caps = {**box.caps, "total_bytes": 20_000_000}
+    result = box.run(env, RunRequest(("python", "-c", code), {}, timeout_s=20))
+    assert result.reason == "output_total_limit", (result.reason, result.stderr[-300:])
+    assert result.files == {}
+
+
+def test_scratch_folder_is_size_capped(backend):
+    box, _ = backend
+    if box.name != "local" or not _strict(backend):
+        pytest.skip("the in-memory scratch folder is the bubblewrap backend's")
+    small = LocalSandbox(timeout_s=20, max_scratch_mb=32, memory_mb=512, max_processes=64)
+    code = ("import os\ntry:\n    for i in range(100):\n        open(f'f{i}.bin', 'wb').write(b'x' * 1_000_000)\n"
+            "except OSError as exc:\n    print('stopped', exc.errno)\n")
+    result = small.run(small.prepare([]), RunRequest(("python", "-c", code), {}, timeout_s=20))
+    assert "stopped 28" in result.stdout  # ENOSPC inside the sandbox, not on the host's disk
+    assert result.reason == "scratch_full"
+
+
+def test_memory_is_bounded_for_the_whole_run(backend):
+    box, _ = backend
+    if box.name == "local" and not getattr(box, "cgroups", False):
+        pytest.skip("no cgroup for this run (not root or no writable hierarchy): memory is bounded per process")
+    # Four processes of 300 MB each: every one is under the per-process bound, together they are not.
+    code = ("import os, time\npids = []\n"
+            "for _ in range(4):\n"
+            "    pid = os.fork()\n"
+            "    if pid == 0:\n"
+            "        block = bytearray(300_000_000)\n"
+            "        for i in range(0, len(block), 4096):\n"
+            "            block[i] = 1\n"
+            "        time.sleep(3)\n"
+            "        os._exit(0)\n"
+            "    pids.append(pid)\n"
+            "codes = [os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids]\n"
+            "print(codes)\n"
+            "raise SystemExit(0 if all(c == 0 for c in codes) else 3)\n")
+    result = run(backend, code, timeout_s=20)
+    assert result.reason in ("killed_by_signal", "nonzero_exit"), (result.reason, result.stdout)
+    assert "-9" in result.stdout or result.reason == "killed_by_signal"
+
+
+def test_sysv_shared_memory_does_not_survive_the_run(backend):
+    make = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "shmid = libc.shmget(0x7F1A2B3C, 4096, 0o1000 | 0o666)\n"  # IPC_CREAT
+            "print('made', shmid >= 0)\n")
+    look = ("import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "print('found', libc.shmget(0x7F1A2B3C, 0, 0) >= 0)\n")
+    assert "made True" in run(backend, make).stdout
+    assert "found False" in run(backend, look).stdout
+    host = subprocess.run(["ipcs", "-m"], capture_output=True, text=True).stdout if shutil.which("ipcs") else ""
+    assert "0x7f1a2b3c" not in host.lower()
+
+
+def test_unix_sockets_on_the_host_are_unreachable(backend, tmp_path):
+    path = Path("/tmp") / f"tf-battery-{time.monotonic_ns()}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    os.chmod(path, 0o777)
+    server.listen(1)
+    abstract = socket.socket(socket.AF_UNIX)
+    abstract.bind("\0tf-battery-abstract")
+    abstract.listen(1)
+    try:
+        code = ("import socket\n"
+                f"for address in [{str(path)!r}, '\\0tf-battery-abstract']:\n"
+                "    s = socket.socket(socket.AF_UNIX)\n"
+                "    try:\n"
+                "        s.connect(address)\n"
+                "        print('connected')\n"
+                "    except OSError as exc:\n"
+                "        print('blocked', type(exc).__name__)\n")
+        result = run(backend, code)
+        if not _strict(backend):
+            pytest.xfail("plain-subprocess fallback shares the host's sockets")
+        assert result.ok and "connected" not in result.stdout and result.stdout.count("blocked") == 2
+    finally:
+        server.close()
+        abstract.close()
+        path.unlink(missing_ok=True)
+
+
+def test_a_fifo_in_the_scratch_folder_does_not_block_collection(backend):
+    result = run(backend, "import os\nos.mkfifo('pipe')\nopen('real.txt', 'w').write('r')\n")
+    assert result.ok and result.files == {"real.txt": b"r"}
+
+
+def test_filling_the_process_quota_does_not_poison_later_runs(backend):
+    # Every process the run can make, each in its own session, then exit: the autouse check that
+    # follows must still run, and with a PID namespace none of them is left.
+    marker = f"tf-battery-quota-{time.monotonic_ns()}"
+    code = ("import os, subprocess, sys\n"
+            "for _ in range(200):\n"
+            "    try:\n"
+            f"        subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', {marker!r}], start_new_session=True)\n"
+            "    except OSError:\n"
+            "        break\n")
+    result = run(backend, code, timeout_s=15)
+    assert result.reason in ("ok", "nonzero_exit", "timeout")
+    deadline = time.monotonic() + 10
+    while alive_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _strict(backend):
+        assert not alive_with(marker)
+
+
+def test_a_sandbox_that_cannot_start_is_an_infrastructure_error(backend, monkeypatch):
+    box, env = backend
+    if box.name != "local" or not _strict(backend):
+        pytest.skip("checks the bubblewrap start-up path")
+    import trailforge.sandbox.local as local_module
+    from trailforge.sandbox import SandboxInfrastructureError
+
+    real_which = local_module.shutil.which
+    monkeypatch.setattr(local_module.shutil, "which", lambda name: "/bin/false" if name == "bwrap" else real_which(name))
+    with pytest.raises(SandboxInfrastructureError, match="did not start"):
+        box.run(env, RunRequest(("python", "-c", "print(1)"), {}, timeout_s=5))
