@@ -1,16 +1,18 @@
 """Benchmark: per-run overhead of each sandbox backend, and what the environment cache saves.
 
 For each backend present (local with the host interpreter, local with a venv per dependency set,
-docker) it times N runs of a trivial program and of a numpy program, against the same programs
-run with plain `python` in a subprocess, and reports the median overhead. It also times `prepare`
-for a dependency set twice, from an empty environment cache and then warm (venv built or image
-built, then reused). Prints figures; asserts nothing.
+the previous local backend read from git history, docker) it times N runs of a trivial program and
+of a numpy program, against the same programs run with plain `python` in a subprocess, and reports
+the median overhead. It also times `prepare` for a dependency set twice, from an empty environment
+cache (and an empty download cache) and then warm, once with uv and once with pip as the installer.
+Prints figures; asserts nothing.
 
-    python bench/sandbox.py [--runs 10] [--skip-docker]
+    python bench/sandbox.py [--runs 10] [--skip-docker] [--old-ref d8cbc09]
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -64,19 +66,45 @@ def prepare_twice(make_box, deps: list[str]) -> dict:
     return {"cold_s": round(cold, 2), "warm_s": round(warm, 3), "saved_s": round(cold - warm, 2)}
 
 
+def old_local_backend(ref: str):
+    """The local backend as it was at ``ref`` (the hand-rolled unshare/setpriv one), importable beside the new."""
+    source = subprocess.run(["git", "show", f"{ref}:trailforge/sandbox/local.py"], cwd=ROOT, capture_output=True,
+                            text=True, check=True).stdout
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+        fh.write(source)
+    spec = importlib.util.spec_from_file_location("trailforge.sandbox.old_local", fh.name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    os.unlink(fh.name)
+    return module.LocalSandbox
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--skip-docker", action="store_true")
+    parser.add_argument("--old-ref", default="d8cbc09", help="commit holding the previous local backend")
     args = parser.parse_args()
     report: dict = {"runs_per_figure": args.runs, "plain_python_s": {k: plain(c, args.runs) for k, c in PROGRAMS.items()}}
     backends = {}
     host = LocalSandbox(timeout_s=60)
-    backends["local_host"] = (host, host.prepare(["numpy"]), {"isolation": "namespaces" if host.namespaces else
-                                                               "process"})
+    backends["local_host"] = (host, host.prepare(["numpy"]), {"isolation": host.isolation, "seccomp": host.seccomp,
+                                                               "cgroup": host.cgroups})
+    try:
+        old = old_local_backend(args.old_ref)(timeout_s=60)
+        backends["old_local_host"] = (old, old.prepare(["numpy"]), {"isolation": "namespaces" if old.namespaces
+                                                                    else "process", "ref": args.old_ref})
+    except (subprocess.CalledProcessError, AttributeError, ImportError) as exc:
+        report["old_local_host"] = f"skipped: {type(exc).__name__}: {exc}"[:300]
     with tempfile.TemporaryDirectory(prefix="tf-bench-venvs-", dir=ROOT) as venvs:
-        make_venv_box = lambda: LocalSandbox(timeout_s=60, environments="venv", venv_root=venvs)  # noqa: E731
-        report["venv_prepare_numpy"] = prepare_twice(make_venv_box, ["numpy"])
+        for installer in ("uv", "pip"):
+            # Each installer gets its own venv root, so its download cache starts empty too.
+            root = os.path.join(venvs, installer, "venvs")
+            make_box = lambda: LocalSandbox(timeout_s=60, environments="venv", venv_root=root,  # noqa: E731
+                                            installer=installer)
+            report[f"venv_prepare_numpy_{installer}"] = prepare_twice(make_box, ["numpy"])
+        make_venv_box = lambda: LocalSandbox(timeout_s=60, environments="venv",  # noqa: E731
+                                             venv_root=os.path.join(venvs, "uv", "venvs"))
         venv_box = make_venv_box()
         backends["local_venv"] = (venv_box, venv_box.prepare(["numpy"]), {})
         if not args.skip_docker:

@@ -65,6 +65,9 @@ CAP_NAMES = {"total_bytes": OUTPUT_TOTAL_LIMIT, "file_count": OUTPUT_COUNT_LIMIT
 RUN_UID_BASE = 3_000_000_000  # far above login users and the usual subordinate-uid ranges
 RUN_UID_SPAN = 1 << 28
 INSTALL_UID = RUN_UID_BASE - 1  # one fixed user for installs, so their shared download cache stays theirs
+# An installer writes wheels far larger than a program's output cap and runs many threads; its memory
+# is bounded by the run's cgroup where there is one, and it runs only the installer (wheels only).
+INSTALL_LIMITS = {"RLIMIT_FSIZE": 4 << 30, "RLIMIT_NOFILE": 4096, "RLIMIT_NPROC": 4096, "RLIMIT_CORE": 0}
 HOST_GRACE_S = 30.0  # beyond the run's own deadline: supervisor start-up and output collection
 # System folders bound read-only (or re-created as the links they are on the host).
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -427,7 +430,8 @@ class LocalSandbox:
         readable = [*(str(Path(link).resolve()) for link in self.find_links), *([os.path.dirname(uv)] if uv else [])]
         try:
             result = self._sandboxed(command, {}, env, timeout_s=1800.0, interpreter=str(python), network=True,
-                                     writable=writable, readable=readable, uid=uid, etc=ETC_FILES + ETC_NETWORK_FILES)
+                                     writable=writable, readable=readable, uid=uid, etc=ETC_FILES + ETC_NETWORK_FILES,
+                                     limits=INSTALL_LIMITS)
         finally:
             if uid is not None:
                 _chown_tree(folder, 0)  # the environment is root's again: no later run can change it
@@ -468,7 +472,8 @@ class LocalSandbox:
 
     def _sandboxed(self, command: list[str], files: dict[str, bytes], env: dict[str, str], timeout_s: float,
                    interpreter: str, network: bool, uid: int | None, writable: list[str] = (),
-                   readable: list[str] = (), etc: tuple[str, ...] = ETC_FILES) -> RunResult:
+                   readable: list[str] = (), etc: tuple[str, ...] = ETC_FILES,
+                   limits: dict[str, int] | None = None) -> RunResult:
         """One bubblewrap sandbox around the supervisor, which runs ``command`` in the scratch folder."""
         scratch = SANDBOX_SCRATCH
         keep = sorted(set(_keep_paths(interpreter)) | {p for p in readable if not _visible(p)})
@@ -506,7 +511,7 @@ class LocalSandbox:
             with tempfile.TemporaryFile() as result_file, tempfile.TemporaryFile() as out, \
                     tempfile.TemporaryFile() as err:
                 config = {"command": command, "timeout_s": timeout_s, "uid": uid, "setpriv": shutil.which("setpriv"),
-                          "limits": self._limits(timeout_s), "caps": self.caps, "scratch": scratch,
+                          "limits": limits or self._limits(timeout_s), "caps": self.caps, "scratch": scratch,
                           "result_fd": result_file.fileno(), "kill": "namespace"}
                 buffer = _FrameBuffer()
                 inside.write_frames(buffer, config, files)

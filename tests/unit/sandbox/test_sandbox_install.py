@@ -100,3 +100,27 @@ def test_direct_references_are_refused_before_any_install(tmp_path, sdist_folder
     env = _box(tmp_path, sdist_folder).prepare([spec])
     assert not env.ready and "direct URL" in env.missing[0]
     assert not (tmp_path / "venvs").exists() or not any((tmp_path / "venvs").iterdir())
+
+
+def test_a_wheel_larger_than_the_output_cap_installs(tmp_path):
+    """The installer is not bound by a program's per-file output cap (numpy's wheel is 16 MB)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    links = tmp_path / "links"
+    links.mkdir()
+    payload = os.urandom(6_000_000)
+    files = {"big/__init__.py": b"", "big/blob.bin": payload,
+             "big-0.1.dist-info/METADATA": b"Metadata-Version: 2.1\nName: big\nVersion: 0.1\n",
+             "big-0.1.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = [f"{p},sha256={base64.urlsafe_b64encode(hashlib.sha256(d).digest()).rstrip(b'=').decode()},{len(d)}"
+              for p, d in files.items()] + ["big-0.1.dist-info/RECORD,,"]
+    with zipfile.ZipFile(links / "big-0.1-py3-none-any.whl", "w") as wheel:
+        for path, data in files.items():
+            wheel.writestr(path, data)
+        wheel.writestr("big-0.1.dist-info/RECORD", "\n".join(record) + "\n")
+    links.chmod(0o755)
+    env = _box(tmp_path, links, max_output_file_bytes=1_000_000).prepare(["big==0.1"])
+    assert env.ready, env.missing
+    assert env.spec["packages"]["big"] == "0.1"
