@@ -197,13 +197,13 @@ def known_limitations(stats: dict[str, Any], recipe_facts: dict[str, Any]) -> li
     if recipe_facts.get("statements") == "deterministic":
         notes.append("Statements are filled-in templates, not model rewrites, so their wording repeats across "
                      "environments of one task type; the diversity table shows how much.")
-    process_only = sum(n for kind, n in stats["isolation"].items() if kind != "namespaces")
+    process_only = sum(n for kind, n in stats["isolation"].items() if kind == "process")
     if process_only:
-        notes.append(f"{process_only} environments were verified in a plain subprocess without mount and PID "
-                     "namespaces: the local sandbox isolates runs only when started as root with unshare and setpriv. "
-                     "Use sandbox=docker to verify with full isolation.")
-    notes.append("The local sandbox backend is not a security boundary against a determined attacker (shared kernel, "
-                 "no seccomp filter); run environments from untrusted sources in containers.")
+        notes.append(f"{process_only} environments were verified in a plain subprocess, without a sandbox: "
+                     "bubblewrap could not run on the build machine (sandbox.isolation=auto downgraded). Install "
+                     "bubblewrap or use sandbox=docker to verify with isolation.")
+    notes.append("The local sandbox (bubblewrap: an allow-list root, every namespace, an unprivileged user, seccomp) "
+                 "shares the host's kernel, as containers do; a kernel exploit is outside what it can hold.")
     notes.append("Reference answers are what the source repository's own program computes. They are checked for "
                  "reproducibility and graded with tolerances, not checked against independent ground truth, so an "
                  "error in the original analysis carries into the answer.")

@@ -217,7 +217,7 @@ def repositories(tasks: Sequence[VerifiedTaskRow], repos: Sequence[RepoRow] | No
 
 
 def isolation(tasks: Sequence[VerifiedTaskRow]) -> dict[str, int]:
-    """How the sandbox isolated the verification runs, per environment (``namespaces`` or ``process``)."""
+    """How the sandbox isolated the verification runs, per environment (local: ``bwrap`` or ``process``; docker specs name none)."""
     return dict(sorted(Counter(str(t.sandbox_spec.get("isolation", "unknown")) for t in tasks).items()))
 
 
