@@ -5,8 +5,11 @@ import ast
 import re
 import sys
 import tomllib
+from dataclasses import dataclass
 
 import yaml
+
+from .parsing import parse_python
 
 # Import name -> PyPI distribution, where they differ or are easy to get wrong. A name that is
 # not here is assumed to be its own distribution (numpy, pandas, scipy...).
@@ -102,19 +105,20 @@ def distribution_for(import_name: str) -> str:
 
 
 def scan_imports(source: str) -> tuple[set[str], set[str]]:
-    """Return ``(absolute top-level imports, relative-import module names)``; raises SyntaxError."""
+    """Return ``(absolute top-level imports, relative-import module names)``; raises UnparseableSource
+    (a SyntaxError)."""
     absolute, _, relative = scan_imports_detailed(source)
     return absolute, relative
 
 
-def scan_imports_detailed(source: str) -> tuple[set[str], set[str], set[str]]:
-    """``(all absolute imports, the optional ones, relative modules)``.
+def scan_imports_detailed(source: str, path: str = "<source>") -> tuple[set[str], set[str], set[str]]:
+    """``(all absolute imports, the optional ones, relative modules)``; raises UnparseableSource.
 
     An import is optional when it sits in a ``try`` block whose handlers catch ImportError
     (or ModuleNotFoundError, or everything): the program runs without it, so it is not a
     requirement of the sandbox.
     """
-    tree = ast.parse(source)
+    tree = parse_python(source, path)
     absolute, optional, relative = set(), set(), set()
     guarded: set[int] = set()
     for node in ast.walk(tree):
@@ -150,13 +154,107 @@ def third_party(imports: set[str], local_modules: set[str]) -> list[str]:
 
 
 def parse_requirements(text: str) -> list[str]:
+    """The entries of a pip requirements file, option lines included (``requirement_refusal`` refuses those).
+
+    Follows pip's reading: a trailing backslash continues the line, ``#`` starts a comment only at the
+    start of a line or after whitespace (so ``...#egg=x`` stays part of a URL), and ``--hash`` options
+    are dropped because they only narrow which release of a named requirement is accepted.
+    """
     reqs = []
-    for line in text.splitlines():
-        line = line.split(" #", 1)[0].split("#", 1)[0].strip() if not line.lstrip().startswith("#") else ""
-        if not line or line.startswith(("-", "--")):
-            continue
-        reqs.append(line)
+    for line in re.sub(r"\\\r?\n", " ", text).splitlines():
+        line = _HASH_OPTION.sub("", re.split(r"(?:^|\s)#", line, maxsplit=1)[0]).strip()
+        if line:
+            reqs.append(line)
     return reqs
+
+
+_HASH_OPTION = re.compile(r"\s--hash[=\s]\S+")
+
+# Why a requirement is refused, by the code recorded in a reject's detail. Each is a way a manifest
+# could make the sandbox install something other than a named release from the package index, i.e.
+# run code we never asked for, fetched from wherever the repository's author chose.
+REFUSALS = {
+    "direct_url": "a direct URL reference",
+    "vcs": "a version-control checkout",
+    "local_path": "a local path or archive file",
+    "editable": "an editable install",
+    "index_option": "an index or find-links option",
+    "include": "an include of another requirements or constraints file",
+    "pip_option": "a pip option",
+    "unparseable": "not a valid PEP 508 requirement",
+}
+_EDITABLE = ("-e", "--editable")
+_INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "--no-index", "-f", "--find-links", "--trusted-host")
+_INCLUDES = ("-r", "--requirement", "-c", "--constraint")
+_VCS = re.compile(r"^(git|hg|svn|bzr)\+", re.I)
+_SCP_LIKE = re.compile(r"^[\w.-]+@[\w.-]+:")  # git@github.com:owner/repo.git
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
+_OPTION_AFTER = re.compile(r"\s-{1,2}[a-z]", re.I)  # per-requirement options: --global-option, --config-settings
+_ARCHIVES = (".whl", ".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".egg")
+
+
+@dataclass(frozen=True)
+class RefusedRequirement:
+    requirement: str
+    why: str  # a key of REFUSALS
+
+    @property
+    def message(self) -> str:
+        return (f"refused requirement {self.requirement!r}: {REFUSALS[self.why]}; only named releases "
+                "from the package index are installed")
+
+
+def requirement_refusal(spec: str) -> str | None:
+    """Why ``spec`` may not be installed (a key of REFUSALS), or None for a named release such as
+    ``numpy==1.26.4`` or ``pandas[excel]>=2 ; python_version >= "3.9"``."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    text = spec.strip()
+    if text.startswith("-"):
+        option = re.split(r"[\s=]", text, maxsplit=1)[0]
+        # Short options may be glued to their value (-rother.txt, -egit+https://...).
+        short = option[:2] if not option.startswith("--") else option
+        if option in _EDITABLE or short == "-e":
+            return "editable"
+        if option in _INCLUDES or short in ("-r", "-c"):
+            return "include"
+        if option in _INDEX_OPTIONS or short in ("-i", "-f"):
+            return "index_option"
+        return "pip_option"
+    if _VCS.match(text) or _SCP_LIKE.match(text):
+        return "vcs"
+    if text.lower().startswith("file:"):
+        return "local_path"
+    if _URL.match(text):
+        return "direct_url"
+    if _OPTION_AFTER.search(text.split(";", 1)[0]):
+        return "pip_option"
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement:
+        if text.startswith((".", "~")) or "/" in text or "\\" in text or text.lower().endswith(_ARCHIVES):
+            return "local_path"
+        return "unparseable"
+    if requirement.url is not None:
+        url = requirement.url.strip()
+        if _VCS.match(url) or _SCP_LIKE.match(url):
+            return "vcs"
+        return "direct_url" if _URL.match(url) and not url.lower().startswith("file:") else "local_path"
+    if requirement.name.lower().endswith(_ARCHIVES):
+        return "local_path"  # foo.whl and foo.tar.gz parse as names, but pip reads them as files
+    return None
+
+
+def screen_requirements(specs: list[str]) -> tuple[list[str], list[RefusedRequirement]]:
+    """``(named releases, refused)`` of ``specs``, each in first-seen order without repeats."""
+    kept, refused = [], []
+    for spec in dict.fromkeys(specs):
+        why = requirement_refusal(spec)
+        if why is None:
+            kept.append(spec)
+        else:
+            refused.append(RefusedRequirement(spec, why))
+    return kept, refused
 
 
 def canonical(name: str) -> str:
@@ -187,17 +285,19 @@ def requirement_name(spec: str) -> str:
 
 
 def resolve_distributions(requirements: list[str], imports: list[str], optional: set[str],
-                          python_version: str) -> tuple[list[str], list[str]]:
-    """What the sandbox must install: manifest requirements (pins kept, markers evaluated) plus every
-    required third-party import no manifest names. Returns ``(distributions, unparseable requirements)``.
+                          python_version: str) -> tuple[list[str], list[RefusedRequirement]]:
+    """What the sandbox must install: manifest requirements that name releases (pins kept, markers
+    evaluated) plus every required third-party import no manifest names. Returns ``(distributions,
+    refused requirements)``; a caller that screened its manifests first gets no refusals here, but
+    the screen is repeated so that nothing reaches the sandbox unscreened whoever calls this.
     """
     chosen: dict[str, str] = {}
-    bad = []
-    for spec in requirements:
+    named, refused = screen_requirements(requirements)
+    for spec in named:
         try:
             normal = normalise_requirement(spec, python_version)
-        except ValueError:
-            bad.append(spec)
+        except Exception:  # a marker packaging cannot evaluate; hostile text, so any failure is a refusal
+            refused.append(RefusedRequirement(spec, "unparseable"))
             continue
         if normal is not None:
             chosen.setdefault(requirement_name(normal), normal)
@@ -206,23 +306,39 @@ def resolve_distributions(requirements: list[str], imports: list[str], optional:
             continue
         dist = distribution_for(name)
         chosen.setdefault(canonical(dist), canonical(dist))
-    return sorted(chosen.values()), bad
+    return sorted(chosen.values()), refused
 
 
 def parse_pyproject(text: str) -> list[str]:
     data = tomllib.loads(text)
-    return list(data.get("project", {}).get("dependencies", []))
+    project = data.get("project", {})
+    return _entries(project.get("dependencies", []) if isinstance(project, dict) else [], "project.dependencies")
 
 
 def parse_environment_yml(text: str) -> list[str]:
     data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict):
+        raise ValueError("an environment file must be a mapping")
     reqs = []
-    for dep in data.get("dependencies", []) or []:
+    for dep in _listed(data.get("dependencies", []) or [], "dependencies"):
         if isinstance(dep, str) and re.split(r"[=<>!~ ]", dep, maxsplit=1)[0].strip() != "python":
             reqs.append(dep.replace("=", "==", 1) if re.match(r"^[\w.-]+=[^=]", dep) else dep)
         elif isinstance(dep, dict):
-            reqs.extend(str(d) for d in dep.get("pip", []) or [])
+            reqs.extend(_entries(dep.get("pip", []) or [], "dependencies.pip"))
     return reqs
+
+
+def _listed(value, key: str) -> list:
+    # A string here would be read letter by letter, each letter a "requirement" to install.
+    if not isinstance(value, list):
+        raise ValueError(f"{key} must be a list, not {type(value).__name__}")
+    return value
+
+
+def _entries(value, key: str) -> list[str]:
+    """A manifest's list of requirements as text. An entry that is not text is kept in a form the
+    policy refuses as unparseable (a bare ``3`` would otherwise read as a package named "3")."""
+    return [v if isinstance(v, str) else f"<not text: {v!r}>" for v in _listed(value, key)]
 
 
 def parse_setup_cfg(text: str) -> list[str]:
@@ -237,7 +353,7 @@ def parse_setup_cfg(text: str) -> list[str]:
 def parse_setup_py(text: str) -> list[str]:
     """``install_requires`` of a ``setup(...)`` call, when it is a literal list (setup.py is never run)."""
     requirements: list[str] = []
-    for node in ast.walk(ast.parse(text)):
+    for node in ast.walk(parse_python(text, "setup.py")):
         if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "setup":
             for keyword in node.keywords:
                 if keyword.arg == "install_requires":
@@ -245,7 +361,11 @@ def parse_setup_py(text: str) -> list[str]:
                         value = ast.literal_eval(keyword.value)
                     except (ValueError, SyntaxError):
                         continue
-                    requirements.extend(str(v) for v in value if isinstance(v, str))
+                    if isinstance(value, str):  # setuptools reads a string as one requirement per line
+                        value = [line.strip() for line in value.splitlines() if line.strip()]
+                    elif isinstance(value, (tuple, set, frozenset)):
+                        value = list(value) if isinstance(value, tuple) else sorted(value, key=repr)
+                    requirements.extend(_entries(value, "install_requires"))
     return requirements
 
 

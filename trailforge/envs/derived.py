@@ -33,6 +33,7 @@ from ..io import AnswerField, SeedRow, StageRecorder, TaskRow, WorkflowRow
 from ..sandbox import RunRequest, Sandbox, run_cached
 from .answers import answer_from_run
 from .mutations import OPERATORS, Mutation, apply_mutation, find_mutations, mutated_line
+from .parsing import parse_python
 from .slicing import SliceError, slice_program
 from .statement import (
     completion_statement, correction_statement, describe_data_file, literal_values, subflow_statement,
@@ -319,7 +320,7 @@ def _defective_slice(ctx: SeedContext, program: dict[str, str], schema, answer) 
 
 
 def _helper_lines(text: str) -> set[int]:
-    for node in ast.parse(text).body:
+    for node in parse_python(text, "<slice>").body:
         if isinstance(node, ast.FunctionDef) and node.name == "report_result":
             return set(range(node.lineno, (node.end_lineno or node.lineno) + 1))
     return set()
@@ -363,7 +364,7 @@ def _function_hole(ctx, name, path, def_line, body: list[Unit], call) -> dict | 
         return None
     if any("print" in u.calls or set(c.split(".")[-1] for c in u.calls) & WRITE_CALLS for u in statements):
         return None  # a function that reports is part of the workflow's skeleton, not a step
-    tree = ast.parse(ctx.sources[path])
+    tree = parse_python(ctx.sources[path], path)
     node = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name)
     if not any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(node)):
         return None
@@ -428,7 +429,7 @@ def build_completions(ctx: SeedContext) -> list[TaskRow]:
         lines = ctx.sources[hole["path"]].splitlines(keepends=True)
         text = "".join(lines[:hole["line"] - 1]) + hole["stub"] + "".join(lines[hole["end_line"]:])
         try:
-            ast.parse(text)
+            parse_python(text, hole["path"])
         except SyntaxError:
             ctx.recorder.reject(item, "hole_breaks_syntax", "the program with the hole does not parse")
             continue

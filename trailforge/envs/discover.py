@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..config.schema import DomainConfig, RepoEntry
 from ..io import RepoRow, StageRecorder
-from .files import DATA_SUFFIXES, iter_tree
+from .files import DATA_SUFFIXES, FILE, TOO_DEEP, UNREADABLE, read_regular, remove_tree, walk_tree
 
 _PAPER = re.compile(r"\b(doi:\s*10\.\d{4,9}/\S+|10\.\d{4,9}/[-._;()/:a-z0-9]+|arxiv[:\s]*\d{4}\.\d{4,5}|biorxiv)", re.I)
 
@@ -73,25 +73,45 @@ def _discover_path(entry, repo_id, domain, project_root, recorder) -> RepoRow | 
 def _discover_git(entry, repo_id, domain, recorder) -> RepoRow | None:
     # A pinned ref may be older than the tip, so only an unpinned clone can be shallow.
     shallow = [] if entry.ref else ["--depth", "1"]
-    with tempfile.TemporaryDirectory(prefix="tf-discover-") as tmp:
-        done = subprocess.run(["git", "clone", "--quiet", *shallow, entry.url, tmp], capture_output=True, text=True, timeout=300)
+    # Not TemporaryDirectory: its cleanup is a recursive rmtree, which a deeply nested clone breaks.
+    tmp = tempfile.mkdtemp(prefix="tf-discover-")
+    try:
+        try:
+            done = subprocess.run(["git", "clone", "--quiet", *shallow, entry.url, tmp], capture_output=True, text=True,
+                                  timeout=300)
+        except subprocess.TimeoutExpired:
+            recorder.reject(repo_id, "clone_failed", f"git clone {entry.url} took longer than 300 s")
+            return None
         if done.returncode != 0:
             recorder.reject(repo_id, "clone_failed", f"git clone {entry.url} failed: {done.stderr.strip()[:500]}")
             return None
         return _judge(Path(tmp), repo_id, entry.url, "git", entry.ref, domain, recorder)
+    finally:
+        remove_tree(Path(tmp), ignore_errors=True)
 
 
 def _judge(folder: Path, repo_id, origin, origin_kind, ref, domain: DomainConfig, recorder) -> RepoRow | None:
     readme_text, names, py_files, data_files = "", [], 0, 0
-    for rel, full in iter_tree(folder):
+    for found in walk_tree(folder):
+        # Folders past the depth cap or that cannot be listed are judged without their contents;
+        # the snapshot stage names each one in its rejects.
+        if found.kind == TOO_DEEP:
+            recorder.count("folders_too_deep")
+        elif found.kind == UNREADABLE:
+            recorder.count("paths_unreadable")
+        if found.kind != FILE:
+            continue
+        rel = found.rel
         names.append(rel)
         suffix = Path(rel).suffix.lower()
         if suffix == ".py":
             py_files += 1
         elif suffix in DATA_SUFFIXES:
             data_files += 1
-        if Path(rel).name.lower().startswith("readme") and full.stat().st_size < 500_000:
-            readme_text += full.read_bytes().decode("utf-8", errors="replace") + "\n"
+        if Path(rel).name.lower().startswith("readme") and found.size < 500_000:
+            data = read_regular(found.path, 500_000)[0]
+            if data is not None:
+                readme_text += data.decode("utf-8", errors="replace") + "\n"
     scores = classify(readme_text + "\n" + "\n".join(names), domain.disciplines)
     best = max(sorted(scores), key=lambda name: scores[name])
     filters = domain.filters

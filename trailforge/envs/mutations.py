@@ -27,6 +27,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
+from .parsing import parse_python
+
 __all__ = ["OPERATORS", "Mutation", "Operator", "apply_mutation", "find_mutations", "mutated_line", "register"]
 
 
@@ -77,8 +79,8 @@ def find_mutations(source: str, path: str, operators: Iterable[str] | None = Non
     start on one of those lines (typically the lines a coverage trace saw executed). A
     mutation is dropped when its result does not parse or parses to the same tree as the
     original (for example a change of spelling only). When two operators propose the same
-    edit, the one registered first keeps it. A source that does not parse raises
-    SyntaxError.
+    edit, the one registered first keeps it. A source that does not parse (or is too
+    deep to analyse) raises UnparseableSource, a SyntaxError.
     """
     names = list(OPERATORS) if operators is None else list(operators)
     unknown = [name for name in names if name not in OPERATORS]
@@ -88,7 +90,7 @@ def find_mutations(source: str, path: str, operators: Iterable[str] | None = Non
     # ast refuses a leading byte-order mark in a str; analyse without it and shift line 1 back.
     bom = 1 if source.startswith("\ufeff") else 0
     text = source[bom:]
-    tree = ast.parse(text, filename=path)
+    tree = parse_python(text, path)
     baselines: dict[int, tuple[int, int, str, str]] = {}
     seen: set[tuple[int, int, int, int, str]] = set()
     kept: list[Mutation] = []
@@ -200,7 +202,7 @@ def _changes_tree(tree: ast.Module, text: str, start: int, end: int, replacement
         baselines[id(statement)] = _baseline(tree, text, statement)
     chunk_start, chunk_end, prefix, baseline = baselines[id(statement)]
     try:
-        mutated = ast.parse(prefix + text[chunk_start:start] + replacement + text[end:chunk_end])
+        mutated = parse_python(prefix + text[chunk_start:start] + replacement + text[end:chunk_end], "<mutated>")
     except (SyntaxError, ValueError):
         return False
     return ast.dump(mutated) != baseline
@@ -214,7 +216,8 @@ def _baseline(tree: ast.Module, text: str, statement: ast.AST) -> tuple[int, int
         chunk_end = _line_end(text, starts, statement.end_lineno - 1)
         prefix = "if 1:\n" if text[chunk_start:chunk_start + 1] in (" ", "\t", "\f") else ""
         try:
-            return chunk_start, chunk_end, prefix, ast.dump(ast.parse(prefix + text[chunk_start:chunk_end]))
+            chunk = parse_python(prefix + text[chunk_start:chunk_end], "<chunk>")
+            return chunk_start, chunk_end, prefix, ast.dump(chunk)
         except (SyntaxError, ValueError):
             pass  # a layout this shortcut does not anticipate: fall back to the whole file
     return 0, len(text), "", ast.dump(tree)

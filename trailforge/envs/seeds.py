@@ -19,6 +19,7 @@ from ..cache import ContentCache
 from ..io import SeedRow, SnapshotRow, StageRecorder, WrittenFile
 from ..sandbox import TRACE_RUNNER, RunRequest, Sandbox, run_cached
 from ..sandbox.base import NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT
+from .parsing import SYNTAX_ERROR, UNPARSEABLE_SOURCE, UnparseableSource, parse_python
 
 TRACE_SCRIPT = ".tf_trace.py"
 TRACE_FILE = ".tf_trace.json"
@@ -50,7 +51,11 @@ def find_candidates(snapshot: SnapshotRow, unusable: set[str], max_per_repo: int
             continue
         item = f"{snapshot.repo_id}:{entry.path}"
         source = (tree / entry.path).read_text(encoding="utf-8")
-        module = ast.parse(source)
+        try:
+            module = parse_python(source, entry.path)
+        except UnparseableSource as exc:  # the snapshot names these as unusable; this guards older snapshots
+            recorder.reject(item, exc.reason, str(exc))
+            continue
         if not is_entry_point(module):
             recorder.reject(item, "not_entry_point", "only definitions and imports; nothing runs when executed")
             continue
@@ -183,5 +188,5 @@ def _written(path: str, data: bytes) -> WrittenFile:
 
 
 def unusable_files(rejects) -> set[str]:
-    """Files the snapshot could not analyse (syntax errors, not UTF-8): never seed candidates."""
-    return {r.item_id for r in rejects if r.reason in ("syntax_error", "not_utf8", "binary_file")}
+    """Files the snapshot could not analyse (syntax errors, too deep to parse, not UTF-8): never seed candidates."""
+    return {r.item_id for r in rejects if r.reason in (SYNTAX_ERROR, UNPARSEABLE_SOURCE, "not_utf8", "binary_file")}

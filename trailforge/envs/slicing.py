@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .parsing import parse_python
 from .workflow import MODULE_SCOPE, Program, Unit
 
 REPORT_HELPER = '''
@@ -95,7 +96,7 @@ def call_chain(program: Program, path: str, scope_line: int) -> list[tuple[tuple
 def _params(program: Program, key: tuple[str, int], source: str) -> set[str]:
     import ast
 
-    for node in ast.parse(source).body:
+    for node in parse_python(source, key[0]).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and min(
                 [node.lineno, *[d.lineno for d in node.decorator_list]]) == key[1]:
             args = node.args

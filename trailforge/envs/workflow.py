@@ -32,6 +32,7 @@ import builtins
 
 import networkx as nx
 
+from .parsing import parse_python
 from .statement import _call_name, import_aliases
 
 MODULE_SCOPE = 0
@@ -235,7 +236,7 @@ def _units(body: list[ast.stmt], path: str, scope: str, scope_line: int, aliases
 
 def analyse_program(sources: dict[str, str], entry: str) -> Program:
     """Units of every scope of every file. ``sources`` maps repository paths to text."""
-    trees = {path: ast.parse(text) for path, text in sources.items()}
+    trees = {path: parse_python(text, path) for path, text in sources.items()}
     local_names = set()
     functions: dict[str, tuple[str, int]] = {}
     for path in sorted(trees):

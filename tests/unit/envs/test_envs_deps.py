@@ -69,7 +69,7 @@ def test_distribution_for_maps_import_names(import_name, dist):
     assert distribution_for(import_name) == dist
 
 
-def test_parse_requirements_ignores_comments_blank_lines_and_options():
+def test_parse_requirements_ignores_comments_and_blank_lines_and_keeps_options_for_the_screen():
     text = """
 # pinned for the paper
 numpy==1.26.4  # inline comment
@@ -80,7 +80,9 @@ numpy==1.26.4  # inline comment
 pandas>=2
 scipy
 """
-    assert parse_requirements(text) == ["numpy==1.26.4", "pandas>=2", "scipy"]
+    # Option lines are no longer dropped here: the requirement policy refuses (and counts) each one.
+    assert parse_requirements(text) == ["numpy==1.26.4", "-r other.txt", "--extra-index-url https://example.org/simple",
+                                        "-e .", "pandas>=2", "scipy"]
 
 
 def test_parse_pyproject_reads_project_dependencies():
@@ -209,7 +211,10 @@ def test_resolution_merges_manifest_pins_with_imports_and_skips_optional_and_loc
     assert "pandas<3,>=2.0" in dists or "pandas>=2.0,<3" in dists
     assert "scikit-learn[plots]>=1.3" in dists
     assert not any(d.startswith(("numba", "tqdm", "scipy", "helpers")) for d in dists)
-    assert bad == ["not a valid requirement (x)"]
+    assert [(r.requirement, r.why) for r in bad] == [
+        ("-r other-requirements.txt", "include"), ("--index-url https://example.invalid/simple", "index_option"),
+        ("not a valid requirement (x)", "unparseable"),
+    ]
 
 
 def test_setup_cfg_and_setup_py_install_requires_are_read_without_running_anything():

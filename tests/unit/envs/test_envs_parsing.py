@@ -1,0 +1,73 @@
+"""Parsing repository code: every way ast.parse fails on hostile text becomes UnparseableSource with a
+reason code, at every parser of repository or program code, and trees just under the cap are analysed."""
+from __future__ import annotations
+
+import pytest
+
+from trailforge.envs.deps import scan_imports_detailed
+from trailforge.envs.mutations import find_mutations
+from trailforge.envs.parsing import MAX_AST_DEPTH, SYNTAX_ERROR, UNPARSEABLE_SOURCE, UnparseableSource, parse_python
+from trailforge.envs.seeds import find_candidates, unusable_files
+from trailforge.envs.workflow import analyse_program
+from trailforge.io import FileEntry, Reject, SnapshotRow, StageRecorder
+
+DEEP_SUM = "X = " + "+".join(["1"] * 100_000) + "\n"  # ~200 KB; RecursionError inside ast.parse
+
+
+@pytest.mark.parametrize("source, reason, words", [
+    (DEEP_SUM, UNPARSEABLE_SOURCE, "RecursionError"),
+    ("X = " + "+".join(["1"] * 400) + "\n", UNPARSEABLE_SOURCE, f"more than {MAX_AST_DEPTH} levels"),
+    ("import numpy\x00\n", UNPARSEABLE_SOURCE, "null bytes"),
+    ("def f(:\n    pass\n", SYNTAX_ERROR, "line 1"),
+])
+def test_each_failure_is_one_exception_with_a_reason_and_the_file_name(source, reason, words):
+    with pytest.raises(UnparseableSource) as caught:
+        parse_python(source, "pkg/mod.py")
+    assert caught.value.reason == reason
+    assert "pkg/mod.py" in str(caught.value) and words in str(caught.value)
+    assert isinstance(caught.value, SyntaxError), "handlers written for SyntaxError keep working"
+
+
+@pytest.mark.parametrize("parse", [
+    lambda text: scan_imports_detailed(text, "deep.py"),
+    lambda text: find_mutations(text, "deep.py"),
+    lambda text: analyse_program({"deep.py": text}, "deep.py"),
+], ids=["import scan", "mutations", "workflow analysis"])
+def test_parsers_of_repository_code_raise_unparseable_source_not_recursion_error(parse):
+    with pytest.raises(UnparseableSource) as caught:
+        parse(DEEP_SUM)
+    assert caught.value.reason == UNPARSEABLE_SOURCE
+
+
+def test_a_tree_just_under_the_cap_goes_through_every_analysis():
+    # Binary operations nest one level per term, under Module > Assign: depth = terms + 1.
+    text = "import numpy\nX = " + "+".join(["1"] * (MAX_AST_DEPTH - 3)) + "\nprint(X)\n"
+    parse_python(text)
+    assert scan_imports_detailed(text)[0] == {"numpy"}
+    assert find_mutations(text, "ok.py")
+    assert analyse_program({"ok.py": text}, "ok.py").scopes
+
+
+def _snapshot(tmp_path, files: dict[str, str]) -> SnapshotRow:
+    for rel, text in files.items():
+        (tmp_path / rel).write_text(text)
+    entries = [FileEntry(path=rel, sha256="0" * 64, size=len(text), kind="python" if rel.endswith(".py") else "data")
+               for rel, text in files.items()]
+    return SnapshotRow(repo_id="r", origin="r", discipline="ecology", commit=None, content_hash="0" * 64,
+                       tree=str(tmp_path), files=entries, requirements=[], imports=[], distributions=[],
+                       local_modules=[])
+
+
+def test_seed_candidates_reject_an_unparseable_script_and_keep_the_others(tmp_path):
+    snapshot = _snapshot(tmp_path, {"deep.py": DEEP_SUM, "run.py": "print(open('obs.csv').read())\n",
+                                    "obs.csv": "a\n1\n"})
+    recorder = StageRecorder("seeds")
+    found = find_candidates(snapshot, set(), 10, recorder)  # no snapshot reject to skip it by: the guard's case
+    assert [c.script for c in found] == ["run.py"]
+    assert [(r.item_id, r.reason) for r in recorder.rejects] == [("r:deep.py", UNPARSEABLE_SOURCE)]
+
+
+def test_files_the_snapshot_could_not_parse_are_never_seed_candidates():
+    rejects = [Reject(stage="snapshot", item_id=f"r:{name}.py", reason=reason, message="")
+               for name, reason in (("a", SYNTAX_ERROR), ("b", UNPARSEABLE_SOURCE), ("c", "refused_requirement"))]
+    assert unusable_files(rejects) == {"r:a.py", "r:b.py"}
