@@ -62,6 +62,8 @@ def collect_tree(root: str, inputs: dict[str, bytes], *, max_file_bytes: int, ma
                 continue
             subdirs = []
             for name in entries:
+                if not name.isprintable() or not _utf8(name):
+                    continue  # a name the rest of the pipeline cannot store as text is never an output
                 rel = f"{prefix}{name}"
                 try:
                     info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
@@ -102,6 +104,14 @@ def collect_tree(root: str, inputs: dict[str, bytes], *, max_file_bytes: int, ma
         for dir_fd, _, _ in stack:
             os.close(dir_fd)
     return {"files": files, "oversized": oversized, "cap": cap}
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: bytes that were not UTF-8
+        return False
+    return True
 
 
 def _read_regular(name: str, dir_fd: int, limit: int) -> bytes | None:

@@ -40,6 +40,7 @@ import platform
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -61,6 +62,7 @@ _PASS_THROUGH_ENV = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")  # host CPU workar
 _PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy",
               "all_proxy")  # only the install step, which runs no repository code, gets these
 INSIDE_SOURCE = Path(inside.__file__).read_text(encoding="utf-8")
+SUPERVISOR_PYTHON = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
 CAP_NAMES = {"total_bytes": OUTPUT_TOTAL_LIMIT, "file_count": OUTPUT_COUNT_LIMIT, "depth": OUTPUT_DEPTH_LIMIT}
 RUN_UID_BASE = 3_000_000_000  # far above login users and the usual subordinate-uid ranges
 RUN_UID_SPAN = 1 << 28
@@ -374,6 +376,7 @@ class LocalSandbox:
         if made.returncode != 0:
             return f"cannot create a virtual environment: {made.stderr.strip()[-300:]}"
         python = folder / "bin" / "python"
+        pristine = _Pristine(folder)  # what a wheel's data files may overwrite, put back after the install
         if requirements:
             code, log = self._install(folder, requirements)
             if code != 0:
@@ -384,18 +387,22 @@ class LocalSandbox:
                     return (f"installing {failing or ' '.join(requirements)} refused: no wheel for this platform "
                             f"and source builds are off (sandbox.wheels_only): {tail}")
                 return f"installing {failing or ' '.join(requirements)} failed: {tail}"
-        locked = self.run(PreparedEnv(spec={"interpreter": str(python)}, spec_hash=""),
-                          RunRequest(("python", "-c", LOCK_SCRIPT), {}, timeout_s=min(120.0, self.timeout_s * 6)),
-                          max_timeout_s=120.0)
-        if not locked.ok:
-            return f"cannot list the environment's packages: {locked.stderr.strip()[-300:]}"
-        (folder / "lock.json").write_text(locked.stdout)
+        pristine.restore()
+        try:
+            lock = read_lock(folder)
+        except ValueError as exc:
+            return f"cannot list the environment's packages: {exc}"
+        (folder / "lock.json").write_text(json.dumps(lock, sort_keys=True))
         return None
 
     def _install(self, folder: Path, requirements: list[str]) -> tuple[int, str]:
         """Install into ``folder`` inside a sandbox with network, as an unprivileged user; (exit code, log)."""
-        cache = Path(self.venv_root).resolve().parent / ("uv-cache" if self.installer == "uv" else "pip-cache")
+        cache = Path(self.venv_root).resolve() / (".uv-cache" if self.installer == "uv" else ".pip-cache")
         cache.mkdir(parents=True, exist_ok=True)
+        info = os.lstat(cache)
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or \
+                info.st_uid not in (os.geteuid(), INSTALL_UID):
+            raise SandboxInfrastructureError(f"the install cache {cache} is not a folder of ours; remove it")
         python = folder / "bin" / "python"
         if self.installer == "uv":
             uv = _uv_binary()
@@ -480,8 +487,11 @@ class LocalSandbox:
         scratch_bytes = self.max_scratch_mb * 1024 * 1024
         # Order matters: a later mount hides what an earlier one put below its folder, so the private
         # /tmp comes before any bind that may live in the host's /tmp.
-        mounts = [*_system_binds(), "--proc", "/proc", "--dev", "/dev", "--size", str(64 << 20), "--tmpfs", "/dev/shm",
-                  "--size", str(64 << 20), "--tmpfs", "/tmp"]
+        # /tmp and /dev/shm are the run's own (multiprocessing needs /dev/shm); /proc/sys is read-only, since
+        # the supervisor is uid 0 in here and sysctl writes check nothing else.
+        mounts = [*_system_binds(), "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev",
+                  "--size", str(64 << 20), "--perms", "1777", "--tmpfs", "/dev/shm",
+                  "--size", str(64 << 20), "--perms", "1777", "--tmpfs", "/tmp"]
         etc = [path for path in etc if os.path.exists(path)]
         mounts += _parents(etc + ["/etc/passwd"] + keep + [p for p in writable if not _visible(p)])
         for path in etc:
@@ -517,8 +527,11 @@ class LocalSandbox:
                 inside.write_frames(buffer, config, files)
                 config_fd = _data_fd(buffer.getvalue())
                 fds.append(config_fd)
+                # The supervisor runs on our own interpreter, never the environment's: a wheel may rewrite
+                # the environment's pyvenv.cfg, and `-I -S` does not stop Python from reading that file.
                 bwrap = [shutil.which("bwrap"), *_namespace_flags(network), "--die-with-parent", "--new-session",
-                         *mounts, "--", interpreter, "-I", "-S", "-c", INSIDE_SOURCE, str(config_fd)]
+                         "--hostname", "sandbox", *mounts, "--", SUPERVISOR_PYTHON, "-I", "-S", "-c", INSIDE_SOURCE,
+                         str(config_fd)]
                 run_env = {**env, "HOME": scratch, "TMPDIR": f"{scratch}/.tmp"}
                 group_ = RunGroup.create(self.memory_mb * 1024 * 1024, self.max_processes + 16) \
                     if self.cgroups else None
@@ -639,6 +652,39 @@ class LocalSandbox:
             remove_tree(scratch)
 
 
+class _Pristine:
+    """The files of a fresh venv that configure its interpreter; an install must not change them."""
+
+    NAMES = ("pyvenv.cfg",)
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.saved = {name: (folder / name).read_bytes() for name in self.NAMES if (folder / name).is_file()}
+
+    def restore(self) -> None:
+        for name, data in self.saved.items():
+            path = self.folder / name
+            if path.is_symlink() or path.is_dir():
+                remove_tree(path)
+            path.write_bytes(data)
+
+
+def read_lock(folder: Path) -> dict[str, str]:
+    """Installed distributions and their versions, read from the venv's metadata files (nothing is run:
+    starting the environment's interpreter would run every installed ``.pth`` file)."""
+    site = sorted(folder.glob("lib/python*/site-packages"))
+    if len(site) != 1:
+        raise ValueError(f"expected one site-packages folder in {folder}, found {len(site)}")
+    lock = {}
+    for dist in importlib.metadata.distributions(path=[str(site[0])]):
+        name, version = dist.metadata["Name"], dist.version
+        if not isinstance(name, str) or not isinstance(version, str) or len(name) > 200 or len(version) > 100:
+            raise ValueError("a distribution has no readable name or version")
+        lock[name] = version
+    lock["__python__"] = platform.python_version()
+    return dict(sorted(lock.items()))
+
+
 class _FrameBuffer(bytearray):
     """A bytes sink with the ``write``/``flush`` that ``inside.write_frames`` uses."""
 
@@ -713,8 +759,11 @@ def remove_tree(path: Path) -> None:
 
 
 def _chown_tree(root: Path, uid: int) -> None:
+    """Hand a tree of ours to ``uid``, never through a link (os.walk would follow one at the top)."""
+    if os.path.islink(root):
+        raise SandboxInfrastructureError(f"{root} is a link; refusing to change the owner of what it points at")
     os.lchown(root, uid, uid)
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         for name in dirnames + filenames:
             os.lchown(os.path.join(dirpath, name), uid, uid)
 
