@@ -282,3 +282,28 @@ def test_venv_install_failure_names_the_requirement(tmp_path):
 def test_host_environment_reports_a_pin_it_cannot_meet():
     env = LocalSandbox().prepare(["numpy==0.0.1", "pytest"])
     assert env.missing and "numpy==0.0.1 (the host has" in env.missing[0]
+
+
+def test_seccomp_refuses_new_namespaces_and_keyrings(sandbox, env):
+    if not sandbox.seccomp:
+        pytest.skip("no seccomp filter here (needs bubblewrap, libseccomp and pyseccomp)")
+    code = ("import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+            "print('unshare', libc.unshare(0x10000000), ctypes.get_errno())\n"  # CLONE_NEWUSER
+            "print('keyctl', libc.syscall(250 if os.uname().machine == 'x86_64' else 219, 0, 0, 0), ctypes.get_errno())\n"
+            "print([l for l in open('/proc/self/status') if l.startswith('Seccomp:')][0].split()[1])\n")
+    result = run(sandbox, env, code)
+    assert result.ok, result.stderr
+    lines = result.stdout.split("\n")
+    assert lines[0] == "unshare -1 1" and lines[1] == "keyctl -1 1"  # EPERM from the filter
+    assert lines[2] == "2"  # filter mode
+
+
+def test_the_program_runs_as_an_unprivileged_user_with_no_capabilities(sandbox, env):
+    if sandbox.isolation != "bwrap":
+        pytest.skip("bubblewrap cannot isolate runs here")
+    code = ("import os\nprint(os.getuid(), os.geteuid(), os.getgid())\n"
+            "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff:')][0])\n")
+    result = run(sandbox, env, code)
+    uid, euid, gid = (int(x) for x in result.stdout.split("\n")[0].split())
+    assert uid == euid and uid != 0 and gid != 0
+    assert int(result.stdout.split("\n")[1], 16) == 0
