@@ -51,6 +51,9 @@ class RunRequest:
     files: dict[str, bytes]
     timeout_s: float
     env: dict[str, str] = field(default_factory=dict)
+    # Working folder of the command, relative to the scratch folder (a folder of ``files``): real
+    # scripts open their data relative to where they expect to be started.
+    cwd: str = "."
 
 
 @dataclass

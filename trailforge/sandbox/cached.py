@@ -33,6 +33,8 @@ def run_cached(
         "extra_env": dict(sorted(request.env.items())),
         "salt": salt,
     }
+    if request.cwd != ".":  # only then, so every run started from the scratch root keeps its key
+        inputs["cwd"] = request.cwd
 
     def execute() -> dict:
         result = sandbox.run(env, request)

@@ -226,6 +226,8 @@ class DockerSandbox:
 
     def run(self, env: PreparedEnv, request: RunRequest) -> RunResult:
         bad = [p for p in request.files if not _safe_relative(p)]
+        if request.cwd != "." and not _safe_relative(request.cwd):
+            bad.append(request.cwd)
         if bad:
             return _failed(BAD_REQUEST, f"refusing file paths outside the scratch directory: {bad[:3]}")
         scratch = Path(tempfile.mkdtemp(prefix="tf-dkr-"))
@@ -250,13 +252,13 @@ class DockerSandbox:
         from docker.types import Ulimit
 
         timeout = min(request.timeout_s, self.timeout_s)
-        command = ["sh", "-c", f'exec "$@" >{STDOUT_FILE} 2>{STDERR_FILE}', "sh", *request.command]
+        command = ["sh", "-c", f'exec "$@" >{WORKDIR}/{STDOUT_FILE} 2>{WORKDIR}/{STDERR_FILE}', "sh", *request.command]
         environment = {"HOME": WORKDIR, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
                        "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",
                        "OPENBLAS_NUM_THREADS": "1", **request.env}
         started = time.monotonic()
         container = self.client.containers.create(
-            env.spec["image"], command, working_dir=WORKDIR, user=NOBODY, environment=environment,
+            env.spec["image"], command, working_dir=_workdir(request.cwd), user=NOBODY, environment=environment,
             network_mode="none", read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
             mem_limit=f"{self.memory_mb}m", memswap_limit=f"{self.memory_mb}m", pids_limit=self.max_processes,
             nano_cpus=int(self.cpus * 1e9), tmpfs={"/tmp": "size=64m"},
@@ -306,6 +308,10 @@ class DockerSandbox:
             reason, files = cap, {}
         return RunResult(exit_code=code, reason=reason, stdout=stdout, stderr=stderr, stdout_truncated=truncated,
                          files=files, oversized_files=oversized, duration_s=round(duration, 4))
+
+
+def _workdir(cwd: str) -> str:
+    return WORKDIR if cwd in ("", ".") else f"{WORKDIR}/{cwd}"
 
 
 def _failed(reason: str, message: str) -> RunResult:

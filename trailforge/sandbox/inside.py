@@ -161,10 +161,14 @@ def _place_inputs(scratch: str, inputs: dict[str, bytes], uid: int | None) -> No
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as fh:
             fh.write(data)
-        os.chmod(path, 0o444)  # inputs stay as given; a program that needs to change one must replace it
+    # A writable working copy: research scripts write next to themselves and overwrite committed
+    # outputs. Inputs are protected by content, not permissions: a changed input comes back as an
+    # output (collect_tree compares bytes), so the caller knows not to take it as data.
     if uid is not None:
-        for dirpath, _, _ in os.walk(scratch):  # only folders we just made: no link can be here yet
+        for dirpath, _, filenames in os.walk(scratch):  # only what we just made: no link can be here yet
             os.chown(dirpath, uid, uid)
+            for name in filenames:
+                os.chown(os.path.join(dirpath, name), uid, uid)
 
 
 def _limiter(limits: dict):
@@ -240,10 +244,14 @@ def main(config_fd: int) -> int:
         command = [config["setpriv"], f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs",
                    "--inh-caps=-all", "--bounding-set=-all", "--", *command]
     whole_namespace = config["kill"] == "namespace"
+    workdir = os.path.normpath(os.path.join(scratch, config.get("cwd", ".")))
+    if not os.path.isdir(workdir) or not (workdir + os.sep).startswith(os.path.normpath(scratch) + os.sep):
+        write_frames(result, {"error": f"working folder {config.get('cwd')!r} is not a folder of the inputs"}, {})
+        return 0
     started = time.monotonic()
     timed_out = False
     try:
-        child = subprocess.Popen(command, cwd=scratch, stdin=subprocess.DEVNULL, preexec_fn=_limiter(config["limits"]),
+        child = subprocess.Popen(command, cwd=workdir, stdin=subprocess.DEVNULL, preexec_fn=_limiter(config["limits"]),
                                  start_new_session=not whole_namespace, close_fds=True)
     except OSError as exc:
         write_frames(result, {"error": f"cannot start {command[0]!r}: {exc}"}, {})

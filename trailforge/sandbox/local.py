@@ -466,11 +466,13 @@ class LocalSandbox:
         child_env.update({k: os.environ[k] for k in _PASS_THROUGH_ENV if k in os.environ})
         child_env.update(request.env)
         timeout = min(request.timeout_s, max_timeout_s or self.timeout_s)
+        if not _safe_relative(request.cwd) and request.cwd != ".":
+            return _failed(BAD_REQUEST, f"refusing a working folder outside the scratch directory: {request.cwd!r}")
         if self.isolation == "bwrap":
             uid = RUN_UID_BASE + secrets.randbelow(RUN_UID_SPAN) if os.geteuid() == 0 else None
             return self._sandboxed(command, request.files, child_env, timeout, interpreter, network=not self.isolate_network,
-                                   uid=uid)
-        return self._plain(command, request.files, child_env, timeout, interpreter)
+                                   uid=uid, cwd=request.cwd)
+        return self._plain(command, request.files, child_env, timeout, interpreter, cwd=request.cwd)
 
     def _limits(self, timeout: float) -> dict[str, int]:
         mem = self.memory_mb * 1024 * 1024
@@ -480,7 +482,7 @@ class LocalSandbox:
     def _sandboxed(self, command: list[str], files: dict[str, bytes], env: dict[str, str], timeout_s: float,
                    interpreter: str, network: bool, uid: int | None, writable: list[str] = (),
                    readable: list[str] = (), etc: tuple[str, ...] = ETC_FILES,
-                   limits: dict[str, int] | None = None) -> RunResult:
+                   limits: dict[str, int] | None = None, cwd: str = ".") -> RunResult:
         """One bubblewrap sandbox around the supervisor, which runs ``command`` in the scratch folder."""
         scratch = SANDBOX_SCRATCH
         keep = sorted(set(_keep_paths(interpreter)) | {p for p in readable if not _visible(p)})
@@ -522,7 +524,7 @@ class LocalSandbox:
                     tempfile.TemporaryFile() as err:
                 config = {"command": command, "timeout_s": timeout_s, "uid": uid, "setpriv": shutil.which("setpriv"),
                           "limits": limits or self._limits(timeout_s), "caps": self.caps, "scratch": scratch,
-                          "result_fd": result_file.fileno(), "kill": "namespace"}
+                          "result_fd": result_file.fileno(), "kill": "namespace", "cwd": cwd}
                 buffer = _FrameBuffer()
                 inside.write_frames(buffer, config, files)
                 config_fd = _data_fd(buffer.getvalue())
@@ -614,7 +616,7 @@ class LocalSandbox:
         return NONZERO_EXIT
 
     def _plain(self, command: list[str], files: dict[str, bytes], env: dict[str, str], timeout_s: float,
-               interpreter: str) -> RunResult:
+               interpreter: str, cwd: str = ".") -> RunResult:
         """The fallback: the same supervisor as a plain subprocess in a host scratch folder (no isolation)."""
         base = Path(tempfile.gettempdir()) / "trailforge-sandbox"
         base.mkdir(exist_ok=True)
@@ -625,7 +627,7 @@ class LocalSandbox:
                     tempfile.TemporaryFile() as err:
                 config = {"command": command, "timeout_s": timeout_s, "uid": None, "setpriv": None,
                           "limits": self._limits(timeout_s), "caps": self.caps, "scratch": str(scratch),
-                          "result_fd": result_file.fileno(), "kill": "group"}
+                          "result_fd": result_file.fileno(), "kill": "group", "cwd": cwd}
                 buffer = _FrameBuffer()
                 inside.write_frames(buffer, config, files)
                 config_fd = _data_fd(buffer.getvalue())
@@ -785,11 +787,12 @@ def _sweep_scratch(base: Path) -> None:
 
 
 def _hand_over(scratch: Path, inputs: dict[str, bytes]) -> None:
-    """Give a host scratch folder to nobody (docker's container user); input files stay read-only."""
+    """Give a host scratch folder to nobody (docker's container user): a writable working copy, as in
+    the local backend; a changed input comes back as an output."""
     for dirpath, dirnames, filenames in os.walk(scratch):
         os.chown(dirpath, 65534, 65534)
         for name in filenames:
-            os.chmod(os.path.join(dirpath, name), 0o444)
+            os.chown(os.path.join(dirpath, name), 65534, 65534)
 
 
 def _kill_group(pid: int) -> None:
