@@ -1,4 +1,8 @@
-"""Stage discover: list the recipe's repositories (or search GitHub for them) and keep those that fit the domain."""
+"""Stage discover: list the recipe's repositories, or search GitHub and keep the candidates that fit the domain.
+
+Listed repositories (source=local) are only labelled with a discipline; the domain's filters apply to search
+candidates (source=github).
+"""
 from pathlib import Path
 
 from trailforge.cache import ContentCache, cache_dir_from_env
@@ -23,7 +27,8 @@ def main() -> None:
                 raise SystemExit(f"error: GitHub search failed: {exc}") from None
         else:
             entries = cfg.source.repos
-        rows = discover(entries, cfg.domain, Path.cwd(), cfg.budget.max_repos, recorder)
+        rows = discover(entries, cfg.domain, Path.cwd(), cfg.budget.max_repos, recorder,
+                        searched=cfg.source.kind == "github")
     print_summary(recorder.write(rows, RepoRow, Path(args.out)))
 
 

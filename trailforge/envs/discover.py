@@ -1,8 +1,15 @@
-"""Discover repositories named by a source and keep those that fit the domain.
+"""Discover repositories named by a source; filter only those a search found.
 
-``source=local`` lists folders or git URLs. Each candidate is classified into a
-discipline by the domain's vocabulary (README and file names), then filtered: it must
-hold scientific data, Python code, and (optionally) cite a paper.
+Every repository is labelled with a discipline from the domain's vocabulary (README and
+file names), or ``unknown`` when no word of it occurs. What happens next depends on who
+chose the repository:
+
+- listed by the user (``source=local``: folders or git URLs): the label is only a label.
+  The repository goes on unless it cannot be mined at all (missing, not clonable, no Python
+  file); ``domain.allowed`` and ``domain.filters`` do not apply to it.
+- found by search (``source=github``): a candidate must have a discipline, one of
+  ``domain.allowed``, and pass ``domain.filters`` (scientific data present, enough Python
+  files, optionally a cited paper). The search itself already kept to ``source.min_stars``.
 """
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ from ..config.schema import DomainConfig, RepoEntry
 from ..io import RepoRow, StageRecorder
 from .files import DATA_SUFFIXES, FILE, TOO_DEEP, UNREADABLE, read_regular, remove_tree, walk_tree
 
+UNKNOWN_DISCIPLINE = "unknown"
 _PAPER = re.compile(r"\b(doi:\s*10\.\d{4,9}/\S+|10\.\d{4,9}/[-._;()/:a-z0-9]+|arxiv[:\s]*\d{4}\.\d{4,5}|biorxiv)", re.I)
 
 
@@ -40,8 +48,10 @@ def classify(text: str, disciplines: dict[str, list[str]]) -> dict[str, int]:
 
 
 def discover(
-    entries: list[RepoEntry], domain: DomainConfig, project_root: Path, max_repos: int, recorder: StageRecorder
+    entries: list[RepoEntry], domain: DomainConfig, project_root: Path, max_repos: int, recorder: StageRecorder,
+    searched: bool = False,
 ) -> list[RepoRow]:
+    """One row per usable entry. ``searched``: the entries are search candidates, so the domain's filters apply."""
     rows: dict[str, RepoRow] = {}
     for entry in entries:
         repo_id = repo_id_for(entry)
@@ -53,24 +63,24 @@ def discover(
             recorder.reject(repo_id, "over_budget", f"budget.max_repos={max_repos} reached")
             continue
         if entry.url:
-            row = _discover_git(entry, repo_id, domain, recorder)
+            row = _discover_git(entry, repo_id, domain, recorder, searched)
         else:
-            row = _discover_path(entry, repo_id, domain, project_root, recorder)
+            row = _discover_path(entry, repo_id, domain, project_root, recorder, searched)
         if row is not None:
             rows[repo_id] = row
     return sorted(rows.values(), key=lambda r: r.repo_id)
 
 
-def _discover_path(entry, repo_id, domain, project_root, recorder) -> RepoRow | None:
+def _discover_path(entry, repo_id, domain, project_root, recorder, searched) -> RepoRow | None:
     folder = (project_root / entry.path).resolve() if not Path(entry.path).is_absolute() else Path(entry.path)
     if not folder.is_dir():
         recorder.reject(repo_id, "missing_source_path", f"source path {entry.path!r} does not exist or is not a folder")
         return None
     origin_kind = "git" if (folder / ".git").exists() else "path"
-    return _judge(folder, repo_id, entry.path, origin_kind, entry.ref, domain, recorder)
+    return _judge(folder, repo_id, entry.path, origin_kind, entry.ref, domain, recorder, searched)
 
 
-def _discover_git(entry, repo_id, domain, recorder) -> RepoRow | None:
+def _discover_git(entry, repo_id, domain, recorder, searched) -> RepoRow | None:
     # A pinned ref may be older than the tip, so only an unpinned clone can be shallow.
     shallow = [] if entry.ref else ["--depth", "1"]
     # Not TemporaryDirectory: its cleanup is a recursive rmtree, which a deeply nested clone breaks.
@@ -85,12 +95,13 @@ def _discover_git(entry, repo_id, domain, recorder) -> RepoRow | None:
         if done.returncode != 0:
             recorder.reject(repo_id, "clone_failed", f"git clone {entry.url} failed: {done.stderr.strip()[:500]}")
             return None
-        return _judge(Path(tmp), repo_id, entry.url, "git", entry.ref, domain, recorder)
+        return _judge(Path(tmp), repo_id, entry.url, "git", entry.ref, domain, recorder, searched)
     finally:
         remove_tree(Path(tmp), ignore_errors=True)
 
 
-def _judge(folder: Path, repo_id, origin, origin_kind, ref, domain: DomainConfig, recorder) -> RepoRow | None:
+def _judge(folder: Path, repo_id, origin, origin_kind, ref, domain: DomainConfig, recorder,
+           searched: bool) -> RepoRow | None:
     readme_text, names, py_files, data_files = "", [], 0, 0
     for found in walk_tree(folder):
         # Folders past the depth cap or that cannot be listed are judged without their contents;
@@ -114,29 +125,40 @@ def _judge(folder: Path, repo_id, origin, origin_kind, ref, domain: DomainConfig
                 readme_text += data.decode("utf-8", errors="replace") + "\n"
     scores = classify(readme_text + "\n" + "\n".join(names), domain.disciplines)
     best = max(sorted(scores), key=lambda name: scores[name])
-    filters = domain.filters
+    discipline = best if scores[best] > 0 else UNKNOWN_DISCIPLINE
     has_paper = bool(_PAPER.search(readme_text))
-    if scores[best] == 0:
-        recorder.reject(repo_id, "no_discipline", "no discipline vocabulary found in README or file names")
+    if searched:
+        refusal = _search_filter(discipline, py_files, data_files, has_paper, domain)
+    else:  # listed by the user: only what makes mining impossible
+        refusal = ("no_python", "no Python file in the repository") if py_files == 0 else None
+    if refusal is not None:
+        recorder.reject(repo_id, *refusal)
         return None
-    if domain.allowed != "all" and best not in domain.allowed:
-        recorder.reject(repo_id, "off_domain", f"discipline {best!r} is not in domain.allowed {domain.allowed}")
-        return None
-    if py_files < filters.min_python_files:
-        recorder.reject(repo_id, "no_python", f"{py_files} Python files < domain.filters.min_python_files")
-        return None
-    if filters.require_data and data_files == 0:
-        recorder.reject(repo_id, "no_data_files", "no scientific data files (csv, tsv, json, fasta, ...) found")
-        return None
-    if filters.require_paper and not has_paper:
-        recorder.reject(repo_id, "no_paper", "README cites no DOI, arXiv or bioRxiv identifier")
-        return None
+    if discipline == UNKNOWN_DISCIPLINE:
+        recorder.count("discipline_unknown")
     return RepoRow(
         repo_id=repo_id,
         origin=origin,
         origin_kind=origin_kind,
         ref=ref,
-        discipline=best,
+        discipline=discipline,
         discipline_scores=scores,
         has_paper=has_paper,
     )
+
+
+def _search_filter(discipline: str, py_files: int, data_files: int, has_paper: bool,
+                   domain: DomainConfig) -> tuple[str, str] | None:
+    """Why a search candidate does not fit the domain (reason, message), or None when it does."""
+    filters = domain.filters
+    if discipline == UNKNOWN_DISCIPLINE:
+        return "no_discipline", "no discipline vocabulary found in README or file names"
+    if domain.allowed != "all" and discipline not in domain.allowed:
+        return "off_domain", f"discipline {discipline!r} is not in domain.allowed {domain.allowed}"
+    if py_files < filters.min_python_files:
+        return "no_python", f"{py_files} Python files < domain.filters.min_python_files"
+    if filters.require_data and data_files == 0:
+        return "no_data_files", "no scientific data files (csv, tsv, json, fasta, ...) found"
+    if filters.require_paper and not has_paper:
+        return "no_paper", "README cites no DOI, arXiv or bioRxiv identifier"
+    return None
