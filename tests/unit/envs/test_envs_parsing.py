@@ -62,7 +62,7 @@ def test_seed_candidates_reject_an_unparseable_script_and_keep_the_others(tmp_pa
     snapshot = _snapshot(tmp_path, {"deep.py": DEEP_SUM, "run.py": "print(open('obs.csv').read())\n",
                                     "obs.csv": "a\n1\n"})
     recorder = StageRecorder("seeds")
-    found = find_candidates(snapshot, set(), 10, recorder)  # no snapshot reject to skip it by: the guard's case
+    found = find_candidates(snapshot, set(), recorder)  # no snapshot reject to skip it by: the guard's case
     assert [c.script for c in found] == ["run.py"]
     assert [(r.item_id, r.reason) for r in recorder.rejects] == [("r:deep.py", UNPARSEABLE_SOURCE)]
 
@@ -71,3 +71,31 @@ def test_files_the_snapshot_could_not_parse_are_never_seed_candidates():
     rejects = [Reject(stage="snapshot", item_id=f"r:{name}.py", reason=reason, message="")
                for name, reason in (("a", SYNTAX_ERROR), ("b", UNPARSEABLE_SOURCE), ("c", "refused_requirement"))]
     assert unusable_files(rejects) == {"r:a.py", "r:b.py"}
+
+
+# ---------------------------------------------------------------- Python 2 leftovers are named, not "syntax errors"
+
+@pytest.mark.parametrize("source, construct", [
+    ("data = open('x.txt').read()\nprint 'total', len(data)\n", "print statement at line 2"),
+    ("try:\n    x = 1\nexcept ValueError, e:\n    pass\n", "except X, e clause at line 3"),
+    ("x = `42`\n", "backtick repr at line 1"),
+    ("if 1 <> 2:\n    pass\n", "<> operator at line 1"),
+    ("mode = 0755\n", "old octal literal at line 1"),
+    ("raise ValueError, 'bad'\n", "raise X, message statement at line 1"),
+    ("exec 'x = 1'\n", "exec statement at line 1"),
+])
+def test_python2_source_is_a_python2_only_reject_naming_the_construct(source, construct):
+    from trailforge.envs.parsing import PYTHON2_ONLY
+
+    with pytest.raises(UnparseableSource) as caught:
+        parse_python(source, "old.py")
+    assert caught.value.reason == PYTHON2_ONLY
+    assert construct in str(caught.value) and "old.py" in str(caught.value)
+
+
+@pytest.mark.parametrize("source", ["def f(:\n    pass\n", "<<<<<<< HEAD\nx = 1\n", "s = 'a <> b' +\n",
+                                    "from numpy\n"])
+def test_other_broken_source_stays_a_syntax_error(source):
+    with pytest.raises(UnparseableSource) as caught:
+        parse_python(source, "broken.py")
+    assert caught.value.reason == SYNTAX_ERROR
