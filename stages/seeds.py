@@ -4,7 +4,7 @@ from pathlib import Path
 
 from trailforge.cache import ContentCache, cache_dir_from_env
 from trailforge.envs.seed_model import consolidate_seed, judge_seed
-from trailforge.envs.seeds import find_candidates, run_candidate, unusable_files
+from trailforge.envs.seeds import find_candidates, run_repository, unusable_files
 from trailforge.executor import build_executor
 from trailforge.io import SeedRow, SnapshotRow, StageRecorder, read_rejects, read_rows
 from trailforge.io.stage import model_or_exit, params_or_exit, print_summary, stage_args, timed
@@ -23,12 +23,16 @@ def main() -> None:
     shutil.rmtree(trees, ignore_errors=True)
     trees.mkdir(parents=True)
     with timed(recorder.figures):
-        candidates = [c for snap in snapshots
-                      for c in find_candidates(snap, unusable, cfg.budget.max_seeds_per_repo, recorder)]
-        recorder.count("candidates", len(candidates))
-        rows = executor.map(lambda c: run_candidate(c, sandbox, cache, cfg.sandbox.timeout_s, recorder), candidates,
-                            label="seeds", cache_hits=lambda: cache.stats.hits, figures=recorder.figures)
-        rows = [r for r in rows if r is not None]
+        by_repo = [find_candidates(snap, unusable, recorder) for snap in snapshots]
+        recorder.count("candidates", sum(len(c) for c in by_repo))
+        budget = cfg.budget
+        # One item per repository: its candidates run in order of promise until the budget is met.
+        found = executor.map(lambda c: run_repository(c, sandbox, cache, cfg.sandbox.timeout_s,
+                                                      budget.max_seeds_per_repo, budget.seed_seconds_per_repo,
+                                                      recorder),
+                             [c for c in by_repo if c], label="seeds", cache_hits=lambda: cache.stats.hits,
+                             figures=recorder.figures)
+        rows = [row for repo_rows in found for row in repo_rows]
         model_steps = cfg.tasks.seeds
         if model_steps.judge or model_steps.consolidate:
             rows = _with_model(rows, cfg, sandbox, cache, executor, recorder, trees)

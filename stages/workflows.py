@@ -1,4 +1,5 @@
 """Stage workflows: trace each seed program's values and build its data-flow graph and informative targets."""
+import json
 from pathlib import Path
 
 from trailforge.cache import ContentCache, cache_dir_from_env
@@ -14,15 +15,24 @@ def main() -> None:
     cfg = params_or_exit(args.params)
     recorder = StageRecorder("workflows")
     seeds = read_rows(Path(args.seeds) / "data", SeedRow)
+    plain_s = _plain_durations(Path(args.seeds) / "stats.json")
     sandbox, executor, cache = build_sandbox(cfg.sandbox), build_executor(cfg.executor), ContentCache(cache_dir_from_env())
     with timed(recorder.figures):
         rows = executor.map(
             lambda s: trace_seed(s, sandbox, cache, recorder, cfg.tasks.subflow.min_upstream_ops,
-                                 cfg.budget.max_table_rows),
+                                 cfg.budget.max_table_rows, plain_s.get(s.seed_id)),
             seeds, label="workflows", cache_hits=lambda: cache.stats.hits, figures=recorder.figures,
         )
     recorder.figures["cache"] = cache.stats.as_dict()
     print_summary(recorder.write([r for r in rows if r is not None], WorkflowRow, Path(args.out)))
+
+
+def _plain_durations(stats: Path) -> dict[str, float]:
+    """The seeds stage's measured run time per seed (for the slowdown report only; absent is fine)."""
+    try:
+        return {k: float(v) for k, v in json.loads(stats.read_text())["durations_s"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
 
 
 if __name__ == "__main__":

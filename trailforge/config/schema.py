@@ -28,12 +28,16 @@ class RepoEntry(_Strict):
 
 
 class LocalSourceConfig(_Strict):
+    """Repositories the user lists. Each is labelled with a discipline (``unknown`` when the vocabulary finds
+    none) and goes on whatever it is; ``domain.allowed`` and ``domain.filters`` apply to search candidates only."""
+
     kind: Literal["local"] = "local"
     repos: list[RepoEntry] = Field(min_length=1)
 
 
 class GitHubSourceConfig(_Strict):
-    """Repositories found through the GitHub search API from the domain's keyword pools."""
+    """Repositories found through the GitHub search API from the domain's keyword pools. These candidates, and
+    only these, must pass ``min_stars``, have a discipline in ``domain.allowed`` and pass ``domain.filters``."""
 
     kind: Literal["github"] = "github"
     api_url: str = "https://api.github.com"
@@ -48,13 +52,18 @@ class GitHubSourceConfig(_Strict):
 
 
 class RepoFilters(_Strict):
+    """What a search candidate (``source=github``) must hold to be kept; repositories listed by the user skip them."""
+
     require_data: bool = True
     require_paper: bool = False
     min_python_files: int = Field(1, ge=0)
 
 
 class DomainConfig(_Strict):
-    """Disciplines and the vocabulary that places a repository in one of them."""
+    """Disciplines and the vocabulary that places a repository in one of them.
+
+    For a listed repository the discipline is a label only; ``allowed`` and ``filters`` select among search
+    candidates (``source=github``)."""
 
     name: str
     disciplines: dict[str, list[str]] = Field(min_length=1)
@@ -70,9 +79,25 @@ class DomainConfig(_Strict):
                 )
 
 
-class LocalSandboxConfig(_Strict):
+_TIMEOUT_HELP = "seconds a program run gets unless its caller asks for more (tracing, evals, agent commands)"
+_MAX_TIMEOUT_HELP = "the most seconds any one run may get, whatever it asks for"
+
+
+class _Timeouts(_Strict):
+    """The sandbox owns run time: a request's timeout applies, bounded by ``max_timeout_s``."""
+
+    @model_validator(mode="after")
+    def _timeout_within_ceiling(self):
+        if self.timeout_s > self.max_timeout_s:
+            raise ValueError(f"sandbox.timeout_s ({self.timeout_s:g}) exceeds sandbox.max_timeout_s "
+                             f"({self.max_timeout_s:g}); raise max_timeout_s or lower timeout_s")
+        return self
+
+
+class LocalSandboxConfig(_Timeouts):
     backend: Literal["local"] = "local"
-    timeout_s: float = Field(20.0, gt=0)
+    timeout_s: float = Field(120.0, gt=0, description=_TIMEOUT_HELP)
+    max_timeout_s: float = Field(600.0, gt=0, description=_MAX_TIMEOUT_HELP)
     max_stdout_bytes: int = Field(200_000, gt=0)
     max_output_file_bytes: int = Field(5_000_000, gt=0)
     memory_mb: int = Field(2048, ge=64)
@@ -96,10 +121,11 @@ class LocalSandboxConfig(_Strict):
     no_index: bool = Field(False, description="install only from find_links")
 
 
-class DockerSandboxConfig(_Strict):
+class DockerSandboxConfig(_Timeouts):
     backend: Literal["docker"] = "docker"
     base_image: str = Field("python:3.11-slim", description="FROM of every generated Dockerfile")
-    timeout_s: float = Field(20.0, gt=0)
+    timeout_s: float = Field(120.0, gt=0, description=_TIMEOUT_HELP)
+    max_timeout_s: float = Field(600.0, gt=0, description=_MAX_TIMEOUT_HELP)
     max_stdout_bytes: int = Field(200_000, gt=0)
     max_output_file_bytes: int = Field(5_000_000, gt=0)
     memory_mb: int = Field(2048, ge=64)
@@ -121,7 +147,9 @@ class BudgetConfig(_Strict):
     max_llm_tokens: int | None = Field(None, ge=0)
     max_llm_cost_usd: float | None = Field(None, ge=0)
     max_repos: int = Field(100, ge=1)
-    max_seeds_per_repo: int = Field(10, ge=1)
+    max_seeds_per_repo: int = Field(10, ge=1, description="accepted seed programs per repository")
+    seed_seconds_per_repo: float = Field(900.0, gt=0, description="run time the seeds stage may spend on one "
+                                                                   "repository's candidates (recorded durations)")
     max_file_bytes: int = Field(5_000_000, ge=1)
     max_answer_fields: int = Field(24, ge=1)
     max_table_rows: int = Field(50, ge=1)

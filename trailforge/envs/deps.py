@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import ast
+import functools
+import importlib.metadata
+import posixpath
 import re
 import sys
 import tomllib
@@ -9,7 +12,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from .parsing import parse_python
+from .parsing import UnparseableSource, parse_python
 
 # Import name -> PyPI distribution, where they differ or are easy to get wrong. A name that is
 # not here is assumed to be its own distribution (numpy, pandas, scipy...).
@@ -97,11 +100,254 @@ IMPORT_TO_DIST = {
     "pkg_resources": "setuptools",
     "setuptools": "setuptools",
     "typing_extensions": "typing_extensions",
+    # Modules that ship inside another distribution, and import names research code often uses.
+    "pylab": "matplotlib",
+    "matplotlib_inline": "matplotlib-inline",
+    "seaborn": "seaborn",
+    "scipy": "scipy",
+    "numpy": "numpy",
+    "pandas": "pandas",
+    "openpyxl": "openpyxl",
+    "xlrd": "xlrd",
+    "Cython": "Cython",
+    "IPython": "ipython",
+    "ipywidgets": "ipywidgets",
+    "jupyter": "jupyter",
+    "plotly": "plotly",
+    "bokeh": "bokeh",
+    "altair": "altair",
+    "pingouin": "pingouin",
+    "lmfit": "lmfit",
+    "uncertainties": "uncertainties",
+    "pint": "Pint",
+    "emcee": "emcee",
+    "corner": "corner",
+    "pymc": "pymc",
+    "pymc3": "pymc3",
+    "arviz": "arviz",
+    "pystan": "pystan",
+    "prophet": "prophet",
+    "obspy": "obspy",
+    "gpxpy": "gpxpy",
+    "wfdb": "wfdb",
+    "pyedflib": "pyEDFlib",
+    "neo": "neo",
+    "brian2": "Brian2",
+    "nilearn": "nilearn",
+    "dipy": "dipy",
+    "pydicom": "pydicom",
+    "SimpleITK": "SimpleITK",
+    "tifffile": "tifffile",
+    "imageio": "imageio",
+    "skbio": "scikit-bio",
+    "pyteomics": "pyteomics",
+    "pyopenms": "pyopenms",
+    "vcf": "PyVCF",
+    "cyvcf2": "cyvcf2",
+    "gseapy": "gseapy",
+    "mols": "mols",
+    "openbabel": "openbabel-wheel",
+    "pybel": "openbabel-wheel",
+    "chempy": "chempy",
+    "periodictable": "periodictable",
+    "cantera": "Cantera",
+    "CoolProp": "CoolProp",
+    "thermo": "thermo",
+    "fluids": "fluids",
+    "qutip": "qutip",
+    "pyscf": "pyscf",
+    "mdtraj": "mdtraj",
+    "nglview": "nglview",
+    "py3Dmol": "py3Dmol",
+    "pvlib": "pvlib",
+    "metpy": "MetPy",
+    "wrf": "wrf-python",
+    "cftime": "cftime",
+    "pygrib": "pygrib",
+    "cfgrib": "cfgrib",
+    "zarr": "zarr",
+    "dask": "dask",
+    "fiona": "fiona",
+    "folium": "folium",
+    "geopy": "geopy",
+    "haversine": "haversine",
+    "utm": "utm",
+    "sunpy": "sunpy",
+    "photutils": "photutils",
+    "astroquery": "astroquery",
+    "lightkurve": "lightkurve",
+    "galpy": "galpy",
+    "camb": "camb",
+    "pyfits": "pyfits",
+    "mpmath": "mpmath",
+    "tabulate": "tabulate",
+    "termcolor": "termcolor",
+    "colorama": "colorama",
+    "click": "click",
+    "toml": "toml",
+    "tomli": "tomli",
+    "simplejson": "simplejson",
+    "ujson": "ujson",
+    "orjson": "orjson",
+    "msgpack": "msgpack",
+    "joblib": "joblib",
+    "cloudpickle": "cloudpickle",
+    "dill": "dill",
+    "patsy": "patsy",
+    "probscale": "probscale",
+    "xlwt": "xlwt",
+    "xlsxwriter": "XlsxWriter",
+    "docopt": "docopt",
+    "fire": "fire",
+    "typer": "typer",
+    "rich": "rich",
+    "natsort": "natsort",
+    "sortedcontainers": "sortedcontainers",
+    "more_itertools": "more-itertools",
+    "pywt": "PyWavelets",
+    "sounddevice": "sounddevice",
+    "soundfile": "SoundFile",
+    "librosa": "librosa",
+    "keras": "keras",
+    "jax": "jax",
+    "flax": "flax",
+    "optax": "optax",
+    "transformers": "transformers",
+    "datasets": "datasets",
+    "sentence_transformers": "sentence-transformers",
+    "gensim": "gensim",
+    "nltk": "nltk",
+    "spacy": "spacy",
+    "wordcloud": "wordcloud",
+    "pulp": "PuLP",
+    "cvxpy": "cvxpy",
+    "pyomo": "Pyomo",
+    "ortools": "ortools",
+    "deap": "deap",
+    "pygame": "pygame",
+    "wx": "wxPython",
+    "PyQt5": "PyQt5",
+    "PyQt6": "PyQt6",
+    "PySide2": "PySide2",
+    "PySide6": "PySide6",
+    "gi": "PyGObject",
+    "win32api": "pywin32",
+    "win32com": "pywin32",
+    "pythoncom": "pywin32",
+    "Xlib": "python-xlib",
+    "websocket": "websocket-client",
+    "socks": "PySocks",
+    "nacl": "PyNaCl",
+    "markdown": "Markdown",
+    "jinja2": "Jinja2",
+    "flask": "Flask",
+    "werkzeug": "Werkzeug",
+    "kivy": "Kivy",
+}
+
+# The first day the wheels of a CPython minor version were broadly on PyPI for the scientific stack
+# (numpy, scipy, pandas, matplotlib). An environment ``as of`` an earlier date cannot be installed
+# from wheels on that interpreter, so a repository's era is never placed before this floor.
+WHEEL_ERA_FLOOR = {
+    "3.8": "2020-01-15", "3.9": "2021-03-01", "3.10": "2022-03-01", "3.11": "2022-11-25",
+    "3.12": "2024-03-01", "3.13": "2025-03-01", "3.14": "2026-03-01",
 }
 
 
 def distribution_for(import_name: str) -> str:
-    return IMPORT_TO_DIST.get(import_name, import_name)
+    """The PyPI distribution that provides ``import_name``: the table above, else what the running
+    environment's installed distributions say provide it (when exactly one does), else the name itself."""
+    if import_name in IMPORT_TO_DIST:
+        return IMPORT_TO_DIST[import_name]
+    providers = sorted(set(_installed_providers().get(import_name, ())))
+    return providers[0] if len(providers) == 1 else import_name
+
+
+@functools.lru_cache(maxsize=1)
+def _installed_providers() -> dict[str, list[str]]:
+    try:
+        return importlib.metadata.packages_distributions()
+    except Exception:  # a broken distribution's metadata must not stop inference
+        return {}
+
+
+def era_date(commit_date: str | None, python_version: str) -> str:
+    """The day of the releases a repository was written against: its commit date, but never before the
+    first releases with wheels for this interpreter (``WHEEL_ERA_FLOOR``); the floor when the date is unknown."""
+    minor = ".".join(python_version.split(".")[:2])
+    floor = WHEEL_ERA_FLOOR.get(minor, "2020-01-15")
+    day = (commit_date or "")[:10]
+    return max(day, floor) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", day) else floor
+
+
+def script_imports(script: str, sources: dict[str, str]) -> tuple[set[str], set[str]]:
+    """``(required, optional)`` top-level import names of ``script`` and of the repository modules it
+    imports, followed transitively. ``sources`` maps the repository's Python file paths to their text.
+
+    A repository's other scripts are not this script's business: one driver importing a library that
+    has no wheel must not make every analysis beside it uninstallable.
+    """
+    required, optional, seen, todo = set(), set(), set(), [script]
+    while todo and len(seen) < 500:
+        path = todo.pop()
+        if path in seen or path not in sources:
+            continue
+        seen.add(path)
+        try:
+            tree = parse_python(sources[path], path)
+        except UnparseableSource:
+            continue
+        for dotted, level, guarded in _imports_of(tree):
+            local = _local_module(dotted, level, path, script, sources)
+            if local:
+                todo.extend(local)
+            elif not level and dotted:
+                (optional if guarded else required).add(dotted.split(".")[0])
+    return required - optional, optional - required
+
+
+def _imports_of(tree: ast.Module) -> list[tuple[str, int, bool]]:
+    """(dotted module, relative level, inside an ImportError guard) for every import; ``from a import b``
+    also yields ``a.b``, which is a module when ``b`` is one."""
+    guarded: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try) and any(_catches_import_error(h) for h in node.handlers):
+            for statement in node.body:
+                guarded.update(id(n) for n in ast.walk(statement))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, 0, id(node) in guarded) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            found.append((base, node.level, id(node) in guarded))
+            found.extend((f"{base}.{alias.name}" if base else alias.name, node.level, id(node) in guarded)
+                         for alias in node.names if alias.name != "*")
+    return found
+
+
+def _local_module(dotted: str, level: int, importer: str, script: str, sources: dict[str, str]) -> list[str]:
+    """Repository files an import loads (the module and the packages above it), looked up from the
+    importing file's folder for a relative import, else from the script's folder and the root."""
+    parts = [p for p in dotted.split(".") if p]
+    if level:
+        base = posixpath.dirname(importer)
+        for _ in range(level - 1):
+            base = posixpath.dirname(base)
+        bases = [base]
+    else:
+        bases = list(dict.fromkeys([posixpath.dirname(script), posixpath.dirname(importer), ""]))
+    for base in bases:
+        hits = []
+        for depth in range(1, len(parts) + 1):
+            stem = posixpath.join(base, *parts[:depth]) if base else posixpath.join(*parts[:depth])
+            hits.extend(c for c in (stem + ".py", posixpath.join(stem, "__init__.py")) if c in sources)
+        if hits:
+            return hits
+        if not parts:
+            init = posixpath.join(base, "__init__.py") if base else "__init__.py"
+            return [init] if init in sources else []
+    return []
 
 
 def scan_imports(source: str) -> tuple[set[str], set[str]]:

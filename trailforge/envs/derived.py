@@ -33,6 +33,7 @@ from ..io import AnswerField, SeedRow, StageRecorder, TaskRow, WorkflowRow
 from ..sandbox import RunRequest, Sandbox, run_cached
 from .answers import answer_from_run
 from .mutations import OPERATORS, Mutation, apply_mutation, find_mutations, mutated_line
+from .protocol import RunProtocol, run_note
 from .parsing import parse_python
 from .slicing import SliceError, slice_program
 from .statement import (
@@ -80,7 +81,9 @@ class SeedContext:
 
     def run(self, sources: dict[str, str], entry: str | None = None, salt: str = ""):
         files = {**self.data, **{p: t.encode("utf-8") for p, t in sources.items()}}
-        request = RunRequest(("python", entry or self.seed.script), files, timeout_s=self.sandbox.timeout_s)
+        protocol = RunProtocol(self.seed.cwd, tuple(self.seed.args))
+        request = RunRequest(protocol.command(entry or self.seed.script), files, timeout_s=self.sandbox.timeout_s,
+                             cwd=protocol.cwd)
         result, hit = run_cached(self.cache, self.sandbox, self.env, request, salt=salt)
         self.recorder.count("variant_runs_cached" if hit else "variant_runs_executed")
         return result
@@ -93,7 +96,9 @@ class SeedContext:
             task_id=task_id_for(self.seed.seed_id, f"{task_type}:{key}"), task_type=task_type,
             seed_id=self.seed.seed_id, repo_id=self.seed.repo_id, discipline=self.seed.discipline,
             entrypoint=self.seed.script, workspace_files=self.seed.data_files, tree=self.seed.tree,
-            distributions=self.seed.distributions, sandbox_spec=self.seed.sandbox_spec, **fields,
+            distributions=self.seed.distributions, sandbox_spec=self.seed.sandbox_spec,
+            cwd=self.seed.cwd, args=list(self.seed.args),
+            **{**fields, "statement": fields["statement"] + run_note(self.seed.script, self.seed.cwd, self.seed.args)},
         )
 
 

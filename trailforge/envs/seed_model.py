@@ -26,6 +26,7 @@ from ..io import SeedRow, StageRecorder
 from ..llm import LLMClient, LLMError
 from ..sandbox import RunRequest, run_cached
 from .answers import answer_from_run, extract_answer
+from .protocol import RunProtocol
 from .derived import differences
 
 
@@ -95,7 +96,9 @@ def consolidate_seed(seed: SeedRow, llm: LLMClient, sandbox, cache, recorder: St
     files = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
     files[seed.script] = reply.script.encode("utf-8")
     env = sandbox.prepare(seed.distributions)
-    result, _ = run_cached(cache, sandbox, env, RunRequest(("python", seed.script), files, timeout_s=sandbox.timeout_s))
+    protocol = RunProtocol(seed.cwd, tuple(seed.args))
+    result, _ = run_cached(cache, sandbox, env, RunRequest(protocol.command(seed.script), files,
+                                                           timeout_s=sandbox.timeout_s, cwd=seed.cwd))
     original_texts = {w.path: w.text for w in seed.files_written}
     schema, reference, _ = extract_answer(seed.stdout, original_texts, max_fields, max_rows)
     _, got = answer_from_run(result, "outputs", max_fields, max_rows)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import platform
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +20,10 @@ from ..cache import ContentCache
 from ..io import SeedRow, SnapshotRow, StageRecorder, WrittenFile
 from ..sandbox import TRACE_RUNNER, RunRequest, Sandbox, run_cached
 from ..sandbox.base import NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT
-from .parsing import SYNTAX_ERROR, UNPARSEABLE_SOURCE, UnparseableSource, parse_python
+from .deps import (canonical, distribution_for, era_date, requirement_name, resolve_distributions, script_imports,
+                   third_party)
+from .parsing import PYTHON2_ONLY, SYNTAX_ERROR, UNPARSEABLE_SOURCE, UnparseableSource, parse_python
+from .protocol import NEEDS_ARGUMENTS, RunProtocol, infer_protocols
 
 TRACE_SCRIPT = ".tf_trace.py"
 TRACE_FILE = ".tf_trace.json"
@@ -34,17 +38,30 @@ _DATA_CALLS = {
 class SeedCandidate:
     snapshot: SnapshotRow
     script: str
+    protocols: tuple[RunProtocol, ...] = (RunProtocol(),)
+    promise: int = 0
+    imports: tuple[str, ...] | None = None  # third-party imports of the script and its local modules; None: the repo's
 
     @property
     def seed_id(self) -> str:
         return f"{self.snapshot.repo_id}:{self.script}"
 
 
-def find_candidates(snapshot: SnapshotRow, unusable: set[str], max_per_repo: int,
-                    recorder: StageRecorder) -> list[SeedCandidate]:
+def find_candidates(snapshot: SnapshotRow, unusable: set[str], recorder: StageRecorder) -> list[SeedCandidate]:
+    """Every script of the snapshot that could be a seed, with the ways to start it, most promising first."""
     tree = Path(snapshot.tree)
     data_names = {f.path for f in snapshot.files if f.kind in ("data", "binary", "text")}
     data_names |= {Path(p).name for p in list(data_names)}
+    repo_files = {f.path for f in snapshot.files}
+    docs = _docs(snapshot)
+    sources = {}
+    for entry in snapshot.files:
+        if entry.kind == "python" and f"{snapshot.repo_id}:{entry.path}" not in unusable:
+            try:
+                sources[entry.path] = (tree / entry.path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+    local_names = set(snapshot.local_modules)
     found = []
     for entry in snapshot.files:
         if entry.kind != "python" or f"{snapshot.repo_id}:{entry.path}" in unusable:
@@ -59,14 +76,71 @@ def find_candidates(snapshot: SnapshotRow, unusable: set[str], max_per_repo: int
         if not is_entry_point(module):
             recorder.reject(item, "not_entry_point", "only definitions and imports; nothing runs when executed")
             continue
-        if not refers_to_data(module, data_names):
-            recorder.reject(item, "no_data_reference", "neither names a data file of the repository nor calls a reader")
+        protocols = infer_protocols(entry.path, module, repo_files, docs)
+        if not protocols:
+            recorder.reject(item, NEEDS_ARGUMENTS, f"{entry.path} needs command-line arguments that neither its "
+                            "code, a usage line nor the repository's data files supply")
             continue
-        if len(found) >= max_per_repo:
-            recorder.reject(item, "over_budget", f"budget.max_seeds_per_repo={max_per_repo} reached")
+        # A script that names no data is still run (a reader may hide behind a helper or a config file), but last:
+        # the run's trace, not this guess, decides whether it reads repository data.
+        score = promise(module) + (4 if refers_to_data(module, data_names) else 0)
+        required, _ = script_imports(entry.path, sources)
+        imports = tuple(third_party(required, local_names))
+        found.append(SeedCandidate(snapshot, entry.path, tuple(protocols), score, imports))
+    return sorted(found, key=lambda c: (-c.promise, c.script))
+
+
+def promise(module: ast.Module) -> int:
+    """How likely a script is to be an analysis worth a seed: a main guard, printed or written results
+    (naming repository data counts most; ``find_candidates`` adds that)."""
+    score = 0
+    for node in module.body:
+        if isinstance(node, ast.If) and "__main__" in ast.dump(node.test):
+            score += 1
+            break
+    names = {_call(n) for n in ast.walk(module) if isinstance(n, ast.Call)}
+    score += 2 if "print" in names else 0
+    score += 1 if names & {"savefig", "to_csv", "write", "dump", "savetxt", "save", "to_excel", "to_json"} else 0
+    return score
+
+
+def _call(node: ast.Call) -> str | None:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+
+
+def _docs(snapshot: SnapshotRow) -> dict[str, str]:
+    """README-like files, where usage lines live (bounded: a README is not a data set)."""
+    tree, docs = Path(snapshot.tree), {}
+    for entry in snapshot.files:
+        name = Path(entry.path).name.lower()
+        if entry.kind in ("doc", "text") and (name.startswith(("readme", "usage", "install")) or
+                                              name.endswith((".md", ".rst"))):
+            try:
+                docs[entry.path] = (tree / entry.path).read_text(encoding="utf-8", errors="replace")[:200_000]
+            except OSError:
+                continue
+    return docs
+
+
+def run_repository(candidates: list[SeedCandidate], sandbox: Sandbox, cache: ContentCache, timeout_s: float,
+                   max_seeds: int, seconds_budget: float, recorder: StageRecorder) -> list[SeedRow]:
+    """Try one repository's candidates in order of promise until ``max_seeds`` are accepted or the
+    repository's run time (the recorded durations, so a cached re-run decides the same) is spent."""
+    rows, spent = [], 0.0
+    for candidate in candidates:
+        if len(rows) >= max_seeds:
+            recorder.reject(candidate.seed_id, "over_budget", f"budget.max_seeds_per_repo={max_seeds} seeds accepted")
             continue
-        found.append(SeedCandidate(snapshot, entry.path))
-    return found
+        if spent >= seconds_budget:
+            recorder.reject(candidate.seed_id, "repo_time_budget",
+                            f"budget.seed_seconds_per_repo={seconds_budget:g} spent ({spent:.1f} s of runs)")
+            continue
+        row, seconds = run_candidate(candidate, sandbox, cache, timeout_s, recorder)
+        spent += seconds
+        if row is not None:
+            rows.append(row)
+    return rows
 
 
 def is_entry_point(module: ast.Module) -> bool:
@@ -118,42 +192,133 @@ def portable_stderr(stderr: str) -> str:
     return _INSTALL_FOLDER.sub(r'File "<python>\1', stderr)
 
 
-def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCache, timeout_s: float,
-                  recorder: StageRecorder) -> SeedRow | None:
+# A failure these name may be the libraries' era, not the program: the next rung of the ladder may fix it.
+_ERA_ERRORS = re.compile(r"\b(AttributeError|ImportError|ModuleNotFoundError|TypeError)\b|has no attribute|deprecated|"
+                         r"removed in")
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One environment to try a script in: which releases of its dependencies."""
+
+    name: str  # declared: the manifests' pins; current: newest releases; era: releases as of the repo's date
+    distributions: tuple[str, ...]
+    as_of: str | None = None
+
+
+def dependency_ladder(candidate: SeedCandidate, installs: bool, python_version: str) -> list[Rung]:
+    """The environments to try, in order: the manifests' pins (for what the script imports), the current
+    releases, the releases as of the repository's commit date. A sandbox that cannot install (the host
+    interpreter) has one rung: what the snapshot asks for."""
     snap = candidate.snapshot
+    if candidate.imports is None:
+        return [Rung("declared", tuple(snap.distributions))]
+    wanted = {canonical(distribution_for(name)) for name in candidate.imports}
+    pins = [spec for spec in snap.requirements if requirement_name(spec) in wanted]
+    declared, _ = resolve_distributions(pins, list(candidate.imports), set(), python_version)
+    rungs = [Rung("declared", tuple(declared))]
+    if installs:
+        current = tuple(sorted(wanted))
+        if current != rungs[0].distributions:
+            rungs.append(Rung("current", current))
+        rungs.append(Rung("era", current, era_date(snap.commit_date, python_version)))
+    return rungs
+
+
+def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCache, timeout_s: float,
+                  recorder: StageRecorder) -> tuple[SeedRow | None, float]:
+    """Run the candidate in each environment of its ladder, under each of its protocols, until one works;
+    (the seed or None, seconds run). Every environment tried is on the seed (``environment_attempts``)."""
     item = candidate.seed_id
-    env = sandbox.prepare(snap.distributions)
-    if not env.ready:
-        recorder.reject(item, "missing_dependency", f"the sandbox lacks {', '.join(env.missing)}", missing=list(env.missing))
-        return None
+    installs = bool(getattr(sandbox, "installs_releases", False))
+    python = platform.python_version()
+    attempts, failures, seconds = [], [], 0.0
+    for rung in dependency_ladder(candidate, installs, python):
+        env = sandbox.prepare(list(rung.distributions), rung.as_of)
+        attempt = {"rung": rung.name, "distributions": list(rung.distributions), "as_of": rung.as_of}
+        attempts.append(attempt)
+        if not env.ready:
+            attempt["outcome"] = "not_installed: " + "; ".join(env.missing)[:300]
+            failures.append((None, ("missing_dependency", f"the sandbox lacks {', '.join(env.missing)}",
+                                    {"missing": list(env.missing)})))
+            continue
+        row, tried, spent = _run_protocols(candidate, env, sandbox, cache, timeout_s, recorder)
+        seconds += spent
+        if row is not None:
+            attempt["outcome"] = "ran"
+            row.distributions = list(rung.distributions)
+            if len(attempts) > 1:
+                recorder.count(f"seeds_by_{rung.name}_environment")
+            if rung.as_of is not None:  # what ran, pinned: later stages rebuild exactly this environment
+                row.distributions = [f"{name}=={version}" for name, version in sorted(env.spec["packages"].items())]
+            row.environment_attempts = attempts
+            return row, seconds
+        attempt["outcome"] = tried[0][1][0]
+        failures.extend(tried)
+        if not any(_ERA_ERRORS.search(f[1][2].get("stderr_tail", "")[-600:]) for f in tried):
+            break  # the program failed on its own terms; another era of its libraries will not help
+    protocol, (reason, message, detail) = failures[0]
+    if len(failures) > 1:
+        message += f" (and {len(failures) - 1} other attempt(s) failed: " + "; ".join(
+            (f"cwd={p.cwd} args={list(p.args)}: {f[0]}" if p is not None else f"environment: {f[0]}")
+            for p, f in failures[1:]) + ")"
+    if len(attempts) > 1:
+        detail = {**detail, "environments": [a["rung"] + (f" as of {a['as_of']}" if a["as_of"] else "") + ": "
+                                             + a["outcome"] for a in attempts]}
+    recorder.reject(item, reason, message, **detail)
+    return None, seconds
+
+
+def _run_protocols(candidate: SeedCandidate, env, sandbox: Sandbox, cache: ContentCache, timeout_s: float,
+                   recorder: StageRecorder) -> tuple[SeedRow | None, list, float]:
+    """Run the candidate in ``env`` under each of its protocols until one makes a seed;
+    (the seed or None, [(protocol, failure)], seconds run)."""
+    snap = candidate.snapshot
     tree = Path(snap.tree)
     files = {f.path: (tree / f.path).read_bytes() for f in snap.files}
     files[TRACE_SCRIPT] = TRACE_RUNNER.read_bytes()
-    request = RunRequest(command=("python", TRACE_SCRIPT, candidate.script), files=files, timeout_s=timeout_s)
-    result, hit = run_cached(cache, sandbox, env, request)
-    recorder.count("executions_cached" if hit else "executions_run")
-    recorder.figures.setdefault("durations_s", {})[item] = result.duration_s
+    failures, seconds = [], 0.0
+    for number, protocol in enumerate(candidate.protocols):
+        request = RunRequest(command=protocol.command(candidate.script, (TRACE_SCRIPT,)), files=files,
+                             timeout_s=timeout_s, cwd=protocol.cwd)
+        result, hit = run_cached(cache, sandbox, env, request)
+        recorder.count("executions_cached" if hit else "executions_run")
+        seconds += result.duration_s
+        recorder.figures.setdefault("durations_s", {}).setdefault(candidate.seed_id, result.duration_s)
+        row, failure = _seed_from_run(candidate, protocol, result, env)
+        if row is not None:
+            if number:
+                recorder.count("seeds_by_later_protocol")
+            return row, failures, seconds
+        failures.append((protocol, failure))
+    return None, failures, seconds
+
+
+def _seed_from_run(candidate: SeedCandidate, protocol: RunProtocol, result, env) -> tuple[SeedRow | None, tuple]:
+    """The seed a run makes, or (None, (reason, message, detail)) saying why it makes none."""
+    snap = candidate.snapshot
     if result.reason != OK:
         reasons = {TIMEOUT: "timeout", NONZERO_EXIT: "nonzero_exit", OUTPUT_LIMIT: "output_limit"}
         stderr = portable_stderr(result.stderr)
         tail = stderr.strip().splitlines()[-1:] or [""]
-        recorder.reject(item, reasons.get(result.reason, result.reason),
-                        f"{candidate.script} ended with {result.reason} (exit {result.exit_code}): {tail[0][:300]}",
-                        stderr_tail=stderr[-2000:])
-        return None
-    trace = _read_trace(result.files.pop(TRACE_FILE, None))
+        return None, (reasons.get(result.reason, result.reason),
+                      f"{candidate.script} ended with {result.reason} (exit {result.exit_code}): {tail[0][:300]}",
+                      {"stderr_tail": stderr[-2000:]})
+    outputs = dict(result.files)
+    trace = _read_trace(outputs.pop(TRACE_FILE, None))
     by_path = {f.path: f for f in snap.files}
-    data_files = [by_path[p] for p in trace["reads"] if p in by_path and by_path[p].kind != "python"]
+    changed = {p for p in outputs if p in by_path}  # inputs the program rewrote are results, not data
+    data_files = [by_path[p] for p in trace["reads"] if p in by_path and by_path[p].kind != "python"
+                  and p not in changed]
     if not data_files:
-        recorder.reject(item, "no_data_read", "ran but read no data file of the repository")
-        return None
-    written = [_written(path, data) for path, data in sorted(result.files.items())]
+        why = f" (it rewrote {len(changed)} of its inputs)" if changed else ""
+        return None, ("no_data_read", f"ran but read no unchanged data file of the repository{why}", {})
+    written = [_written(path, data) for path, data in sorted(outputs.items())]
     if not result.stdout.strip() and not written:
-        recorder.reject(item, "no_output", "ran but printed nothing and wrote no file")
-        return None
+        return None, ("no_output", "ran but printed nothing and wrote no file", {})
     local = [p for p in trace["local_modules"] if p in by_path and p != candidate.script and p != TRACE_SCRIPT]
     return SeedRow(
-        seed_id=item,
+        seed_id=candidate.seed_id,
         repo_id=snap.repo_id,
         discipline=snap.discipline,
         script=candidate.script,
@@ -164,7 +329,9 @@ def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCach
         files_written=written,
         distributions=snap.distributions,
         sandbox_spec=env.spec,
-    )
+        cwd=protocol.cwd,
+        args=list(protocol.args),
+    ), ()
 
 
 def _read_trace(data: bytes | None) -> dict:
@@ -188,5 +355,7 @@ def _written(path: str, data: bytes) -> WrittenFile:
 
 
 def unusable_files(rejects) -> set[str]:
-    """Files the snapshot could not analyse (syntax errors, too deep to parse, not UTF-8): never seed candidates."""
-    return {r.item_id for r in rejects if r.reason in (SYNTAX_ERROR, UNPARSEABLE_SOURCE, "not_utf8", "binary_file")}
+    """Files the snapshot could not analyse (syntax errors, Python 2, too deep to parse, not UTF-8): never seed
+    candidates."""
+    return {r.item_id for r in rejects
+            if r.reason in (SYNTAX_ERROR, PYTHON2_ONLY, UNPARSEABLE_SOURCE, "not_utf8", "binary_file")}

@@ -35,12 +35,12 @@ def snapshot_repo(repo: RepoRow, project_root: Path, trees_dir: Path, max_file_b
                   recorder: StageRecorder) -> SnapshotRow | None:
     dest = trees_dir / repo.repo_id
     remove_tree(dest)
-    commit = None
+    commit = commit_date = None
     # Not TemporaryDirectory: its cleanup is a recursive rmtree, which a deeply nested checkout breaks.
     tmp = Path(tempfile.mkdtemp(prefix="tf-snap-"))
     try:
         if repo.origin_kind == "git":
-            source, commit, error = _checkout(repo, project_root, tmp)
+            source, commit, commit_date, error = _checkout(repo, project_root, tmp)
             if error:
                 recorder.reject(repo.repo_id, "checkout_failed", error)
                 return None
@@ -72,10 +72,12 @@ def snapshot_repo(repo: RepoRow, project_root: Path, trees_dir: Path, max_file_b
         imports=imports,
         distributions=distributions,
         local_modules=sorted(local_modules),
+        commit_date=commit_date,
     )
 
 
-def _checkout(repo: RepoRow, project_root: Path, tmp: Path) -> tuple[Path, str | None, str | None]:
+def _checkout(repo: RepoRow, project_root: Path, tmp: Path) -> tuple[Path, str | None, str | None, str | None]:
+    """Clone and check out ``repo`` under ``tmp``: (work tree, commit, commit date, error)."""
     origin = repo.origin
     if "://" not in origin and not origin.startswith("git@"):
         origin = str((project_root / origin).resolve())
@@ -87,11 +89,13 @@ def _checkout(repo: RepoRow, project_root: Path, tmp: Path) -> tuple[Path, str |
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         except subprocess.TimeoutExpired:
-            return work, None, f"{' '.join(cmd[:3])} took longer than 600 s"
+            return work, None, None, f"{' '.join(cmd[:3])} took longer than 600 s"
         if done.returncode != 0:
-            return work, None, f"{' '.join(cmd[:3])} failed: {done.stderr.strip()[:500]}"
-    head = subprocess.run(["git", "-C", str(work), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return work, head.stdout.strip() or None, None
+            return work, None, None, f"{' '.join(cmd[:3])} failed: {done.stderr.strip()[:500]}"
+    head = subprocess.run(["git", "-C", str(work), "log", "-1", "--format=%H %cI", "HEAD"], capture_output=True,
+                          text=True)
+    commit, _, date = head.stdout.strip().partition(" ")
+    return work, commit or None, date or None, None
 
 
 def _copy_tree(repo_id: str, source: Path, dest: Path, max_file_bytes: int, recorder: StageRecorder) -> list[FileEntry]:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ..io import SeedRow, StageRecorder, TaskRow
 from .answers import extract_answer
+from .protocol import run_note
 from .statement import describe_data_file, literal_values, reproduction_statement
 
 
@@ -55,10 +56,12 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
         seed_id=seed.seed_id,
         repo_id=seed.repo_id,
         discipline=seed.discipline,
-        statement=statement,
+        statement=statement + run_note(seed.script, seed.cwd, seed.args),
         answer_schema=schema,
         reference_answer=answer,
         entrypoint=seed.script,
+        cwd=seed.cwd,
+        args=list(seed.args),
         reference_program=program,
         workspace_files=seed.data_files,
         tree=seed.tree,

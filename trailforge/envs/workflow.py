@@ -32,6 +32,7 @@ import builtins
 
 import networkx as nx
 
+from .protocol import RunProtocol
 from .parsing import parse_python
 from .statement import _call_name, import_aliases
 
@@ -491,8 +492,17 @@ def _bound_before(program: Program, unit: Unit, name: str) -> bool:
     return any(name in u.defs for u in program.scopes[(unit.path, unit.scope_line)][:unit.index])
 
 
-def trace_seed(seed, sandbox, cache, recorder, min_upstream_ops: int, max_rows: int):
-    """Run a seed program under the value tracer and build its ``WorkflowRow`` (None when it cannot be traced)."""
+# A traced run slower than this many times its plain run is reported (``traced_much_slower``): the tracer's
+# per-line hook costs most in tight Python loops, and a slowdown that large says the graph cost real time.
+MUCH_SLOWER = 3.0
+
+
+def trace_seed(seed, sandbox, cache, recorder, min_upstream_ops: int, max_rows: int,
+               plain_s: float | None = None):
+    """Run a seed program under the value tracer and build its ``WorkflowRow`` (None when it cannot be traced).
+
+    The traced run asks for three times ``sandbox.timeout_s`` (the sandbox bounds it by ``max_timeout_s``).
+    ``plain_s``, the seeds stage's recorded duration of the plain run, only feeds the report."""
     from pathlib import Path
 
     from ..io import WorkflowRow
@@ -515,12 +525,20 @@ def trace_seed(seed, sandbox, cache, recorder, min_upstream_ops: int, max_rows: 
     files.update({path: text.encode("utf-8") for path, text in sources.items()})
     files[TRACE_SCRIPT] = TRACE_RUNNER.read_bytes()
     files[PLAN_FILE] = json.dumps(trace_plan(program), sort_keys=True).encode("utf-8")
-    request = RunRequest(("python", TRACE_SCRIPT, "--values", seed.script), files, timeout_s=sandbox.timeout_s * 3)
+    protocol = RunProtocol(seed.cwd, tuple(seed.args))
+    request = RunRequest(protocol.command(seed.script, (TRACE_SCRIPT, "--values")), files,
+                         timeout_s=sandbox.timeout_s * 3, cwd=seed.cwd)
     result, hit = run_cached(cache, sandbox, env, request)
     recorder.count("traced_runs_cached" if hit else "traced_runs_executed")
+    if plain_s and result.duration_s > MUCH_SLOWER * max(plain_s, 0.1):
+        recorder.count("traced_much_slower")
+        recorder.figures.setdefault("traced_slowdown", {})[seed.seed_id] = {
+            "plain_s": round(plain_s, 2), "traced_s": round(result.duration_s, 2)}
     if not result.ok:
         tail = (result.stderr.strip().splitlines() or [""])[-1]
-        recorder.reject(seed.seed_id, "trace_failed", f"the traced run ended with {result.reason}: {tail[:300]}")
+        plain = f"; the plain run took {plain_s:.1f} s" if plain_s else ""
+        recorder.reject(seed.seed_id, "trace_failed", f"the traced run ended with {result.reason} after "
+                        f"{result.duration_s:.1f} s{plain}: {tail[:300]}")
         return None
     try:
         trace = json.loads(result.files[TRACE_FILE])

@@ -49,6 +49,8 @@ class SnapshotRow(_Row):
     imports: list[str]
     distributions: list[str]
     local_modules: list[str]
+    # The commit's date (ISO 8601) for a git source; None for a copied folder, whose history is unknown.
+    commit_date: str | None = None
 
 
 class WrittenFile(_Row):
@@ -70,6 +72,12 @@ class SeedRow(_Row):
     files_written: list[WrittenFile]
     distributions: list[str]
     sandbox_spec: dict[str, Any]
+    # How the script is started (inferred by the run protocol): its working folder, relative to the
+    # repository root, and its command-line arguments.
+    cwd: str = "."
+    args: list[str] = Field(default_factory=list)
+    # Every environment the seeds stage tried, in order (rung, distributions, as_of, outcome); the last ran.
+    environment_attempts: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class AnswerField(_Row):
@@ -111,6 +119,9 @@ class TaskRow(_Row):
     reference_answer: dict[str, Any]
     entrypoint: str
     reference_program: dict[str, str]
+    # Working folder (relative to the workspace root) and arguments the entrypoint is started with.
+    cwd: str = "."
+    args: list[str] = Field(default_factory=list)
     workspace_files: list[FileEntry]
     tree: str
     distributions: list[str]

@@ -19,6 +19,7 @@ grades it::
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -100,7 +101,7 @@ def write_environment(task: VerifiedTaskRow, root: Path) -> Path:
     _json(folder / "sandbox.json", {
         "spec": task.sandbox_spec,
         "distributions": task.distributions,
-        "run_reference": f"cd workspace && python ../solution/{task.entrypoint}",
+        "run_reference": run_reference(task),
         "answer_from": task.answer_from,
         "grade": "python eval/eval.py workspace/answer.json eval/expected.json",
     })
@@ -111,6 +112,9 @@ def write_environment(task: VerifiedTaskRow, root: Path) -> Path:
         "repo_id": task.repo_id,
         "discipline": task.discipline,
         "entrypoint": task.entrypoint,
+        # Only where the program is not started from the workspace root without arguments, so the
+        # metadata of every other environment stays as it was.
+        **({"cwd": task.cwd, "args": list(task.args)} if task.cwd != "." or task.args else {}),
         "answer_schema": [f.model_dump() for f in task.answer_schema],
         "answer_from": task.answer_from,
         "distributions": task.distributions,
@@ -121,6 +125,16 @@ def write_environment(task: VerifiedTaskRow, root: Path) -> Path:
 
 
 _TOOLING = {"pip", "setuptools", "wheel", "distribute"}
+
+
+def run_reference(task: VerifiedTaskRow) -> str:
+    """The shell line that runs the reference program on the workspace, from the folder it expects."""
+    if task.cwd in ("", ".") and not task.args:
+        return f"cd workspace && python ../solution/{task.entrypoint}"  # as every release before cwd/args
+    depth = "/".join([".."] * (len(Path(task.cwd).parts) + 1))
+    folder = f"workspace/{task.cwd}" if task.cwd not in ("", ".") else "workspace"
+    return shlex.join(["cd", folder]) + " && " + shlex.join(["python", f"{depth}/solution/{task.entrypoint}",
+                                                              *task.args])
 
 
 def locked_requirements(task: VerifiedTaskRow) -> list[str]:

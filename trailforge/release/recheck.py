@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..envs.answers import answer_from_run
+from ..envs.protocol import RunProtocol
 from ..sandbox import RunRequest, Sandbox
 
 
@@ -44,7 +45,9 @@ def recheck_environment(folder: Path, sandbox: Sandbox, max_fields: int, max_row
     workspace = _files_under(folder / "workspace")
 
     def run_program(files: dict[str, bytes], entrypoint: str) -> dict:
-        result = sandbox.run(env, RunRequest(("python", entrypoint), {**workspace, **files}, timeout_s=sandbox.timeout_s))
+        protocol = RunProtocol(meta.get("cwd", "."), tuple(meta.get("args", [])))
+        result = sandbox.run(env, RunRequest(protocol.command(entrypoint), {**workspace, **files},
+                                             timeout_s=sandbox.timeout_s, cwd=protocol.cwd))
         return answer_from_run(result, answer_from, max_fields, max_rows)[1]
 
     solution = run_program(_files_under(folder / "solution"), entry)

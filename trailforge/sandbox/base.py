@@ -76,6 +76,8 @@ class Sandbox(Protocol):
     name: str
     timeout_s: float
 
-    def prepare(self, distributions: list[str]) -> PreparedEnv: ...
+    def prepare(self, distributions: list[str], as_of: str | None = None) -> PreparedEnv:
+        """An environment with ``distributions``; with ``as_of`` (YYYY-MM-DD), their releases of that day."""
+        ...
 
     def run(self, env: PreparedEnv, request: RunRequest) -> RunResult: ...

@@ -17,7 +17,9 @@ from ..cache import CacheCorruption, ContentCache, sha256_bytes
 from .base import PreparedEnv, RunRequest, RunResult, Sandbox
 
 RUN_OP = "sandbox.run"
-RUN_VERSION = 2  # 2: scratch paths masked in stdout/stderr
+# 2: scratch paths masked in stdout/stderr. 3: a run gets the timeout it asks for (up to sandbox.max_timeout_s)
+# instead of min(request, sandbox.timeout_s), so an entry keyed on a request's timeout may have run shorter.
+RUN_VERSION = 3
 _RECORD_FIELDS = frozenset(f.name for f in fields(RunResult))
 
 

@@ -94,14 +94,15 @@ def _context(dockerfile: str, requirements: list[str], ca_bundle: bytes) -> io.B
 class DockerSandbox:
     name = "docker"
 
-    def __init__(self, base_image: str = "python:3.11-slim", timeout_s: float = 20.0, max_stdout_bytes: int = 200_000,
+    def __init__(self, base_image: str = "python:3.11-slim", timeout_s: float = 120.0, max_stdout_bytes: int = 200_000,
                  max_output_file_bytes: int = 5_000_000, memory_mb: int = 2048, max_processes: int = 256,
                  cpus: float = 1.0, ca_bundle: str | None = "/etc/ssl/certs/ca-certificates.crt",
                  index_url: str | None = None, extra_index_urls: tuple[str, ...] = (), build_network: str = "default",
                  client=None, max_output_total_bytes: int = 50_000_000, max_output_files: int = 10_000,
-                 max_output_depth: int = 64, wheels_only: bool = True):
+                 max_output_depth: int = 64, wheels_only: bool = True, max_timeout_s: float = 600.0):
         self.base_image = base_image
-        self.timeout_s = timeout_s
+        self.timeout_s = timeout_s  # what a program run asks for unless its caller says otherwise
+        self.max_timeout_s = max(max_timeout_s, timeout_s)  # what any one request may get
         self.max_stdout_bytes = max_stdout_bytes
         self.max_output_file_bytes = max_output_file_bytes
         self.memory_mb = memory_mb
@@ -131,7 +132,7 @@ class DockerSandbox:
             index_url=config.index_url, extra_index_urls=tuple(config.extra_index_urls),
             build_network=config.build_network, max_output_total_bytes=config.max_output_total_bytes,
             max_output_files=config.max_output_files, max_output_depth=config.max_output_depth,
-            wheels_only=config.wheels_only,
+            wheels_only=config.wheels_only, max_timeout_s=config.max_timeout_s,
         )
 
     @property
@@ -153,8 +154,12 @@ class DockerSandbox:
             return Path(self.ca_bundle).read_bytes()
         return b""
 
-    def prepare(self, distributions: list[str]) -> PreparedEnv:
+    def prepare(self, distributions: list[str], as_of: str | None = None) -> PreparedEnv:
         requirements = sorted(set(distributions))
+        if as_of is not None:  # pip in the image has no release-date bound; an era environment is the local venv's
+            error = f"the docker backend installs current releases only (asked for releases as of {as_of})"
+            spec = {"backend": "docker", "error": error}
+            return PreparedEnv(spec=spec, spec_hash=stable_hash(spec), missing=(error,))
         refused = [f"{spec} ({why})" for spec in requirements if (why := refused_requirement(spec))]
         if refused:
             spec = {"backend": "docker", "error": f"refused requirements: {', '.join(refused)}"}
@@ -251,7 +256,7 @@ class DockerSandbox:
         import docker
         from docker.types import Ulimit
 
-        timeout = min(request.timeout_s, self.timeout_s)
+        timeout = min(request.timeout_s, self.max_timeout_s)
         command = ["sh", "-c", f'exec "$@" >{WORKDIR}/{STDOUT_FILE} 2>{WORKDIR}/{STDERR_FILE}', "sh", *request.command]
         environment = {"HOME": WORKDIR, "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
                        "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1",

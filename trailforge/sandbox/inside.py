@@ -245,9 +245,13 @@ def main(config_fd: int) -> int:
                    "--inh-caps=-all", "--bounding-set=-all", "--", *command]
     whole_namespace = config["kill"] == "namespace"
     workdir = os.path.normpath(os.path.join(scratch, config.get("cwd", ".")))
-    if not os.path.isdir(workdir) or not (workdir + os.sep).startswith(os.path.normpath(scratch) + os.sep):
-        write_frames(result, {"error": f"working folder {config.get('cwd')!r} is not a folder of the inputs"}, {})
+    if not (workdir + os.sep).startswith(os.path.normpath(scratch) + os.sep):
+        write_frames(result, {"error": f"working folder {config.get('cwd')!r} is outside the scratch folder"}, {})
         return 0
+    if not os.path.isdir(workdir):  # a task's workspace holds only data and program files, not every folder
+        os.makedirs(workdir)
+        if uid is not None:
+            os.chown(workdir, uid, uid)
     started = time.monotonic()
     timed_out = False
     try:

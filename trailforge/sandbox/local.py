@@ -37,6 +37,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import re
 import secrets
 import shutil
 import signal
@@ -211,7 +212,7 @@ class LocalSandbox:
 
     def __init__(
         self,
-        timeout_s: float = 20.0,
+        timeout_s: float = 120.0,
         max_stdout_bytes: int = 200_000,
         max_output_file_bytes: int = 5_000_000,
         memory_mb: int = 2048,
@@ -231,11 +232,13 @@ class LocalSandbox:
         index_url: str | None = None,
         find_links: tuple[str, ...] = (),
         no_index: bool = False,
+        max_timeout_s: float = 600.0,
     ):
         self.hidden_paths = tuple(hidden_paths)  # more host folders to mask if they fall inside a bind
         self.environments = environments
         self.venv_root = venv_root or os.path.join(os.environ.get("TRAILFORGE_CACHE_DIR", ".trailforge/cache"), "venvs")
-        self.timeout_s = timeout_s
+        self.timeout_s = timeout_s  # what a program run asks for unless its caller says otherwise
+        self.max_timeout_s = max(max_timeout_s, timeout_s)  # what any one request may get
         self.max_stdout_bytes = max_stdout_bytes
         self.max_output_file_bytes = max_output_file_bytes
         self.memory_mb = memory_mb
@@ -246,6 +249,9 @@ class LocalSandbox:
         self.max_scratch_mb = max_scratch_mb
         self.wheels_only = wheels_only
         self.installer = installer
+        # Whether prepare() can install other releases (a venv per dependency set, dated by uv): the seeds
+        # stage climbs its dependency ladder only then.
+        self.installs_releases = environments == "venv" and installer == "uv"
         self.index_url = index_url
         self.find_links = tuple(find_links)
         self.no_index = no_index
@@ -276,6 +282,7 @@ class LocalSandbox:
     def from_config(cls, config) -> "LocalSandbox":
         return cls(
             timeout_s=config.timeout_s,
+            max_timeout_s=config.max_timeout_s,
             max_stdout_bytes=config.max_stdout_bytes,
             max_output_file_bytes=config.max_output_file_bytes,
             memory_mb=config.memory_mb,
@@ -303,11 +310,15 @@ class LocalSandbox:
             "limits": {"memory_mb": self.memory_mb, "max_processes": self.max_processes},
         }
 
-    def prepare(self, distributions: list[str]) -> PreparedEnv:
+    def prepare(self, distributions: list[str], as_of: str | None = None) -> PreparedEnv:
         """``host``: the running interpreter, reporting what it lacks. ``venv``: one virtual
-        environment per dependency set, installed once and reused (see ``prepare_venv``)."""
+        environment per dependency set (and release date), installed once and reused (see ``prepare_venv``)."""
         if self.environments == "venv":
-            return self.prepare_venv(distributions)
+            return self.prepare_venv(distributions, as_of)
+        if as_of is not None:
+            error = f"sandbox.environments=host cannot install releases as of {as_of} (use environments=venv)"
+            spec = {"backend": "local", "error": error}
+            return PreparedEnv(spec=spec, spec_hash=stable_hash(spec), missing=(error,))
         packages, missing = {}, []
         for spec in sorted(set(distributions)):
             requirement = Requirement(spec)
@@ -323,8 +334,11 @@ class LocalSandbox:
         spec = {"backend": "local", "python": platform.python_version(), "packages": packages, **self._spec_common()}
         return PreparedEnv(spec=spec, spec_hash=stable_hash(spec), missing=tuple(missing))
 
-    def prepare_venv(self, distributions: list[str]) -> PreparedEnv:
+    def prepare_venv(self, distributions: list[str], as_of: str | None = None) -> PreparedEnv:
         """A virtual environment per dependency set under ``venv_root``, keyed by its hash.
+
+        With ``as_of`` the installer takes only releases uploaded before the end of that day
+        (``uv pip install --exclude-newer``): the libraries of a repository's era.
 
         Built in a temporary folder and renamed into place when the install succeeded, so a killed
         build is never reused. The install runs sandboxed (see ``_install``); the lock is what
@@ -335,9 +349,16 @@ class LocalSandbox:
         if refused:
             spec = {"backend": "local", "environment": "venv", "error": f"refused requirements: {', '.join(refused)}"}
             return PreparedEnv(spec=spec, spec_hash=stable_hash(spec), missing=tuple(f"refused {r}" for r in refused))
-        key = stable_hash({"python": platform.python_version(), "requirements": requirements,
-                           "wheels_only": self.wheels_only, "index": [self.index_url, list(self.find_links),
-                                                                      self.no_index]})[:16]
+        if as_of is not None and (self.installer != "uv" or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", as_of)):
+            error = (f"cannot install releases as of {as_of!r}: needs sandbox.installer=uv and a YYYY-MM-DD date"
+                     f" (installer is {self.installer})")
+            spec = {"backend": "local", "environment": "venv", "error": error}
+            return PreparedEnv(spec=spec, spec_hash=stable_hash(spec), missing=(error,))
+        identity = {"python": platform.python_version(), "requirements": requirements,
+                    "wheels_only": self.wheels_only, "index": [self.index_url, list(self.find_links), self.no_index]}
+        if as_of is not None:  # only then, so the environments of current releases keep their folders
+            identity["as_of"] = as_of
+        key = stable_hash(identity)[:16]
         root = Path(self.venv_root).resolve()
         target = root / key
         error = None
@@ -346,7 +367,7 @@ class LocalSandbox:
             building = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
             building.chmod(0o755)  # mkdtemp makes it private; sandboxed runs must read it
             try:
-                error = self._build_venv(building, requirements)
+                error = self._build_venv(building, requirements, as_of)
                 if error is None:
                     if target.exists():
                         shutil.rmtree(target)
@@ -363,12 +384,13 @@ class LocalSandbox:
             "interpreter": str(target / "bin" / "python"),
             "python": lock.pop("__python__"),
             "requirements": requirements,
+            **({"as_of": as_of} if as_of else {}),
             "packages": lock,
             **self._spec_common(),
         }
         return PreparedEnv(spec=spec, spec_hash=stable_hash({k: v for k, v in spec.items() if k != "interpreter"}))
 
-    def _build_venv(self, folder: Path, requirements: list[str]) -> str | None:
+    def _build_venv(self, folder: Path, requirements: list[str], as_of: str | None = None) -> str | None:
         """Create a venv in ``folder`` and install ``requirements``; None, or what failed (naming the requirement)."""
         base = os.path.realpath(sys._base_executable if hasattr(sys, "_base_executable") else sys.executable)
         made = subprocess.run([base, "-m", "venv", *(["--without-pip"] if self.installer == "uv" else []), str(folder)],
@@ -378,7 +400,7 @@ class LocalSandbox:
         python = folder / "bin" / "python"
         pristine = _Pristine(folder)  # what a wheel's data files may overwrite, put back after the install
         if requirements:
-            code, log = self._install(folder, requirements)
+            code, log = self._install(folder, requirements, as_of)
             if code != 0:
                 failing = _failing_requirement(log, requirements)
                 lines = [line for line in log.strip().splitlines() if line.strip()]
@@ -395,7 +417,7 @@ class LocalSandbox:
         (folder / "lock.json").write_text(json.dumps(lock, sort_keys=True))
         return None
 
-    def _install(self, folder: Path, requirements: list[str]) -> tuple[int, str]:
+    def _install(self, folder: Path, requirements: list[str], as_of: str | None = None) -> tuple[int, str]:
         """Install into ``folder`` inside a sandbox with network, as an unprivileged user; (exit code, log)."""
         cache = Path(self.venv_root).resolve() / (".uv-cache" if self.installer == "uv" else ".pip-cache")
         cache.mkdir(parents=True, exist_ok=True)
@@ -407,7 +429,8 @@ class LocalSandbox:
         if self.installer == "uv":
             uv = _uv_binary()
             command = [uv, "pip", "install", "--no-config", "--python", str(python), "--link-mode", "copy",
-                       *(["--no-build"] if self.wheels_only else [])]
+                       *(["--no-build"] if self.wheels_only else []),
+                       *(["--exclude-newer", f"{as_of}T23:59:59Z"] if as_of else [])]
         else:
             uv = None
             command = [str(python), "-m", "pip", "install", "--no-input", "--disable-pip-version-check",
@@ -444,7 +467,7 @@ class LocalSandbox:
                 _chown_tree(folder, 0)  # the environment is root's again: no later run can change it
         return (0 if result.ok else (result.exit_code or 1)), result.stdout + result.stderr
 
-    def run(self, env: PreparedEnv, request: RunRequest, max_timeout_s: float | None = None) -> RunResult:
+    def run(self, env: PreparedEnv, request: RunRequest) -> RunResult:
         bad = [p for p in request.files if not _safe_relative(p)]
         if bad:
             return _failed(BAD_REQUEST, f"refusing file paths outside the scratch directory: {bad[:3]}")
@@ -465,7 +488,8 @@ class LocalSandbox:
         }
         child_env.update({k: os.environ[k] for k in _PASS_THROUGH_ENV if k in os.environ})
         child_env.update(request.env)
-        timeout = min(request.timeout_s, max_timeout_s or self.timeout_s)
+        # The request's time is the caller's (a traced run, an eval, an agent's command), bounded only by the ceiling.
+        timeout = min(request.timeout_s, self.max_timeout_s)
         if not _safe_relative(request.cwd) and request.cwd != ".":
             return _failed(BAD_REQUEST, f"refusing a working folder outside the scratch directory: {request.cwd!r}")
         if self.isolation == "bwrap":

@@ -25,7 +25,8 @@ import os
 import runpy
 import sys
 
-ROOT = os.getcwd()
+# The runner sits at the root of the scratch folder; the script may be started from a subfolder.
+ROOT = os.path.dirname(os.path.abspath(__file__))
 TRACE_FILE = ".tf_trace.json"
 PLAN_FILE = ".tf_plan.json"
 MAX_EVENTS = 3_000_000  # a runaway loop must not turn tracing into the bottleneck
@@ -247,7 +248,7 @@ def main():
     atexit.register(_write_trace)
     sys.addaudithook(_record_open)
     if values:
-        with open(PLAN_FILE, encoding="utf-8") as fh:
+        with open(os.path.join(ROOT, PLAN_FILE), encoding="utf-8") as fh:
             _plan.update(json.load(fh))
         sys.settrace(_global_tracer)
     runpy.run_path(script, run_name="__main__")

@@ -225,3 +225,39 @@ def test_setup_cfg_and_setup_py_install_requires_are_read_without_running_anythi
     assert parse_manifest("setup.py", setup_py) == []  # not a literal list: not guessed
     literal = "from setuptools import setup\nsetup(name='x', install_requires=['pandas>=2', 'biopython'])\n"
     assert parse_manifest("setup.py", literal) == ["pandas>=2", "biopython"]
+
+
+# ---------------------------------------------------------------- a script's own dependencies and their era
+
+from trailforge.envs.deps import distribution_for, era_date, script_imports  # noqa: E402
+
+
+def test_a_script_needs_what_it_and_its_local_modules_import_not_the_whole_repository():
+    sources = {
+        "run.py": "import os\nfrom plotter.plotter import Plotter\n",
+        "plotter/__init__.py": "",
+        "plotter/plotter.py": "import matplotlib.pyplot as plt\nfrom constants import *\nfrom .helpers import smooth\n",
+        "plotter/helpers.py": "import numpy as np\n",
+        "constants.py": "import pandas\n",
+        "driver.py": "import dakota.interfacing as di\n",  # another script's library, without a wheel
+        "optional.py": "try:\n    import numba\nexcept ImportError:\n    numba = None\n",
+    }
+    required, optional = script_imports("run.py", sources)
+    assert required == {"os", "matplotlib", "numpy", "pandas"}
+    assert "dakota" not in required and optional == set()
+    assert script_imports("driver.py", sources)[0] == {"dakota"}
+    assert script_imports("optional.py", sources) == (set(), {"numba"})
+
+
+def test_import_names_that_are_not_their_distribution_are_mapped():
+    assert distribution_for("pylab") == "matplotlib"
+    assert distribution_for("sklearn") == "scikit-learn"
+    assert distribution_for("yaml") == "PyYAML"
+    assert distribution_for("somethingunheardof") == "somethingunheardof"
+
+
+def test_the_era_is_the_commit_date_but_never_before_the_interpreters_first_wheels():
+    assert era_date("2024-05-02T10:00:00+02:00", "3.11.7") == "2024-05-02"
+    assert era_date("2019-06-24T18:12:20+09:00", "3.11.7") == "2022-11-25"
+    assert era_date(None, "3.11.7") == "2022-11-25", "unknown date: the oldest releases that install"
+    assert era_date("not a date", "3.12.1") == "2024-03-01"
