@@ -13,6 +13,7 @@ import hashlib
 import json
 import platform
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -234,7 +235,11 @@ def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCach
     python = platform.python_version()
     attempts, failures, seconds = [], [], 0.0
     for rung in dependency_ladder(candidate, installs, python):
+        started = time.monotonic()
         env = sandbox.prepare(list(rung.distributions), rung.as_of)
+        cost = _ladder_figure(recorder, rung.name)
+        cost["attempts"] += 1
+        cost["prepare_s"] = round(cost["prepare_s"] + time.monotonic() - started, 2)
         attempt = {"rung": rung.name, "distributions": list(rung.distributions), "as_of": rung.as_of}
         attempts.append(attempt)
         if not env.ready:
@@ -244,7 +249,9 @@ def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCach
             continue
         row, tried, spent = _run_protocols(candidate, env, sandbox, cache, timeout_s, recorder)
         seconds += spent
+        cost["run_s"] = round(cost["run_s"] + spent, 2)
         if row is not None:
+            cost["seeds"] += 1
             attempt["outcome"] = "ran"
             row.distributions = list(rung.distributions)
             if len(attempts) > 1:
@@ -267,6 +274,13 @@ def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCach
                                              + a["outcome"] for a in attempts]}
     recorder.reject(item, reason, message, **detail)
     return None, seconds
+
+
+def _ladder_figure(recorder: StageRecorder, rung: str) -> dict:
+    """What one rung of the dependency ladder cost in this stage: attempts, seeds it made, time preparing
+    environments (installs; near zero once built) and running programs in them (recorded durations)."""
+    ladder = recorder.figures.setdefault("environment_ladder", {})
+    return ladder.setdefault(rung, {"attempts": 0, "seeds": 0, "prepare_s": 0.0, "run_s": 0.0})
 
 
 def _run_protocols(candidate: SeedCandidate, env, sandbox: Sandbox, cache: ContentCache, timeout_s: float,

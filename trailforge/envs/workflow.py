@@ -492,7 +492,7 @@ def _bound_before(program: Program, unit: Unit, name: str) -> bool:
     return any(name in u.defs for u in program.scopes[(unit.path, unit.scope_line)][:unit.index])
 
 
-# A traced run slower than this many times its plain run is reported (``traced_much_slower``): the tracer's
+# A traced run slower than this many times its plain run is reported (figure ``traced_slowdown``): the tracer's
 # per-line hook costs most in tight Python loops, and a slowdown that large says the graph cost real time.
 MUCH_SLOWER = 3.0
 
@@ -531,7 +531,6 @@ def trace_seed(seed, sandbox, cache, recorder, min_upstream_ops: int, max_rows: 
     result, hit = run_cached(cache, sandbox, env, request)
     recorder.count("traced_runs_cached" if hit else "traced_runs_executed")
     if plain_s and result.duration_s > MUCH_SLOWER * max(plain_s, 0.1):
-        recorder.count("traced_much_slower")
         recorder.figures.setdefault("traced_slowdown", {})[seed.seed_id] = {
             "plain_s": round(plain_s, 2), "traced_s": round(result.duration_s, 2)}
     if not result.ok:

@@ -23,7 +23,7 @@ STAGE_CHAIN: list[tuple[str, list[str]]] = [
                  "--statements", "out/statements"]),
 ]
 # Measured quantities (docs/design-notes.md): timings, per-node throughput, sandbox durations, cache hits.
-MEASURED_STATS_KEYS = {"wall_s", "executor", "durations_s", "cache"}
+MEASURED_STATS_KEYS = {"wall_s", "executor", "durations_s", "cache", "environment_ladder", "traced_slowdown"}
 # Counters that split one count of runs into cache hits and executions. Which items hit depends on the
 # cache's history and, within a cold run, on scheduling: two items sharing a run race for it when they
 # are in flight together. Only their sum describes the corpus.
