@@ -202,27 +202,35 @@ _ERA_ERRORS = re.compile(r"\b(AttributeError|ImportError|ModuleNotFoundError|Typ
 class Rung:
     """One environment to try a script in: which releases of its dependencies."""
 
-    name: str  # declared: the manifests' pins; current: newest releases; era: releases as of the repo's date
+    name: str  # declared, current, era or imports (see dependency_ladder)
     distributions: tuple[str, ...]
     as_of: str | None = None
 
 
 def dependency_ladder(candidate: SeedCandidate, installs: bool, python_version: str) -> list[Rung]:
-    """The environments to try, in order: the manifests' pins (for what the script imports), the current
-    releases, the releases as of the repository's commit date. A sandbox that cannot install (the host
-    interpreter) has one rung: what the snapshot asks for."""
+    """The environments to try, in order:
+
+    - ``declared``: the repository's manifests (their pins kept) plus what the script imports that no manifest
+      names. Manifests stay whole: they name what no import shows (``openpyxl`` behind ``read_excel``);
+    - ``current``: the same distributions at their newest releases;
+    - ``era``: the same distributions as of the repository's commit date;
+    - ``imports``: only what the script itself imports, current, and only after a rung failed to install
+      (a manifest naming a library without a wheel must not keep an analysis from running).
+
+    A sandbox that cannot install (the host interpreter) has one rung."""
     snap = candidate.snapshot
     if candidate.imports is None:
         return [Rung("declared", tuple(snap.distributions))]
-    wanted = {canonical(distribution_for(name)) for name in candidate.imports}
-    pins = [spec for spec in snap.requirements if requirement_name(spec) in wanted]
-    declared, _ = resolve_distributions(pins, list(candidate.imports), set(), python_version)
+    declared, _ = resolve_distributions(list(snap.requirements), list(candidate.imports), set(), python_version)
     rungs = [Rung("declared", tuple(declared))]
     if installs:
-        current = tuple(sorted(wanted))
-        if current != rungs[0].distributions:
-            rungs.append(Rung("current", current))
-        rungs.append(Rung("era", current, era_date(snap.commit_date, python_version)))
+        names = tuple(sorted({requirement_name(spec) for spec in declared}))
+        if names != rungs[0].distributions:
+            rungs.append(Rung("current", names))
+        rungs.append(Rung("era", names, era_date(snap.commit_date, python_version)))
+        own = tuple(sorted({canonical(distribution_for(name)) for name in candidate.imports}))
+        if own != names:
+            rungs.append(Rung("imports", own))
     return rungs
 
 
@@ -235,6 +243,8 @@ def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCach
     python = platform.python_version()
     attempts, failures, seconds = [], [], 0.0
     for rung in dependency_ladder(candidate, installs, python):
+        if rung.name == "imports" and not any(a["outcome"].startswith("not_installed") for a in attempts):
+            continue
         started = time.monotonic()
         env = sandbox.prepare(list(rung.distributions), rung.as_of)
         cost = _ladder_figure(recorder, rung.name)
