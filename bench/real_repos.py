@@ -107,6 +107,8 @@ def run_stages(project: Path, through: str, cache: Path) -> list[dict]:
             stats = json.loads(stats_path.read_text())
             record.update(accepted=stats.get("accepted"), rejected=stats.get("rejected"),
                           reject_reasons=stats.get("reject_reasons", {}))
+            if "environment_ladder" in stats:  # what each rung of the dependency ladder cost (seeds)
+                record["environment_ladder"] = stats["environment_ladder"]
         else:
             record["crash"] = (done.stderr.strip() or done.stdout.strip())[-6000:]
         done_stages.append(record)
@@ -262,6 +264,10 @@ def print_report(report: dict) -> None:
         if "accepted" in s:
             line += f"  accepted {s['accepted']}  rejected {s['rejected']}  {s['reject_reasons']}"
         print(line)
+    for s in report["stages"]:
+        for rung, cost in s.get("environment_ladder", {}).items():
+            print(f"  {'':<11} ladder {rung:<8} attempts {cost['attempts']:>4}  seeds {cost['seeds']:>3}  "
+                  f"installing {cost['prepare_s']:>7.1f} s  running {cost['run_s']:>7.1f} s")
     for s in report["stages"]:
         if "crash" in s:
             print(f"\nstage {s['stage']} CRASHED (exit {s['exit']}); the run stopped there:\n{s['crash']}")

@@ -6,7 +6,8 @@ import pytest
 
 from trailforge.envs.deps import scan_imports_detailed
 from trailforge.envs.mutations import find_mutations
-from trailforge.envs.parsing import MAX_AST_DEPTH, SYNTAX_ERROR, UNPARSEABLE_SOURCE, UnparseableSource, parse_python
+from trailforge.envs.parsing import (MAX_AST_DEPTH, PYTHON2_ONLY, SYNTAX_ERROR, UNPARSEABLE_SOURCE, UnparseableSource,
+                                     looks_like_python2, parse_python)
 from trailforge.envs.seeds import find_candidates, unusable_files
 from trailforge.envs.workflow import analyse_program
 from trailforge.io import FileEntry, Reject, SnapshotRow, StageRecorder
@@ -99,3 +100,69 @@ def test_other_broken_source_stays_a_syntax_error(source):
     with pytest.raises(UnparseableSource) as caught:
         parse_python(source, "broken.py")
     assert caught.value.reason == SYNTAX_ERROR
+
+
+PY2_SCRIPT = "import sys\ncounts = [3, 4]\nprint 'mean', sum(counts) / len(counts)\n"
+
+
+@pytest.mark.parametrize("source, construct", [
+    (PY2_SCRIPT, "print statement at line 3"),
+    ("try:\n    import numpy\nexcept ImportError, e:\n    numpy = None\n", "'except X, e:' clause at line 3"),
+    ("x = 4\nlabel = `x` + ' units'\n", "backtick repr at line 2"),
+    ("if 1 <> 2:\n    pass\n", "'<>' operator at line 1"),
+    ("exec 'x = 1'\n", "exec statement at line 1"),
+    ("import os\nos.chmod('out', 0755)\n", "leading-zero octal literal at line 2"),
+    ("pattern = ur'\\d+'\n", "ur'' string prefix at line 1"),
+    ("raise ValueError, 'bad count'\n", "'raise E, message' statement at line 1"),
+    ("n = 10L\n", "long integer literal (10L) at line 1"),
+    ("def f():\n    if 1:\n        x = 1\n\ty = 2\n", "indentation mixing tabs and spaces at line 4"),
+])
+def test_python2_script_is_a_named_reject_naming_the_construct(source, construct):
+    with pytest.raises(UnparseableSource) as caught:
+        parse_python(source, "pkg/old.py")
+    assert caught.value.reason == PYTHON2_ONLY
+    assert str(caught.value) == f"pkg/old.py is Python 2 only ({construct}); it cannot run under Python 3"
+    assert isinstance(caught.value, SyntaxError), "handlers written for SyntaxError keep working"
+    with pytest.raises(UnparseableSource) as from_bytes:
+        parse_python(source.encode(), "pkg/old.py")
+    assert from_bytes.value.reason == PYTHON2_ONLY, "bytes go the same way"
+
+
+@pytest.mark.parametrize("source", [
+    "def f(:\n    pass\n",
+    "x = (1,\n",
+    "print(counts\n",
+    "from numpy\n",
+    "<<<<<<< HEAD\nx = 1\n=======\nx = 2\n>>>>>>> other\n",
+    "label = '`' +\n",
+    "y = 09\n",  # Python 2 refused this one too
+])
+def test_python3_syntax_errors_stay_syntax_errors(source):
+    with pytest.raises(UnparseableSource) as caught:
+        parse_python(source, "pkg/mod.py")
+    assert caught.value.reason == SYNTAX_ERROR
+    assert "Python 2" not in str(caught.value)
+
+
+def test_the_python2_check_reads_one_line_and_is_pure():
+    try:
+        compile(PY2_SCRIPT, "old.py", "exec")
+    except SyntaxError as exc:
+        error = exc
+    assert looks_like_python2(PY2_SCRIPT, error) == "print statement at line 3"
+    assert looks_like_python2(PY2_SCRIPT, error) == "print statement at line 3"  # no state kept
+    error.text = None  # some errors carry no line: it is found in the source by number
+    assert looks_like_python2(PY2_SCRIPT, error) == "print statement at line 3"
+    assert looks_like_python2("", SyntaxError("invalid syntax")) is None
+
+
+def test_a_hostile_python2_file_is_still_bounded():
+    # ~200 KB on one line, and ~200 KB of lines before the one the parser stops at.
+    one_line = "x = " + "`1` + " * 35_000 + "1\n"
+    with pytest.raises(UnparseableSource) as caught:
+        parse_python(one_line, "wide.py")
+    assert caught.value.reason == PYTHON2_ONLY and "backtick" in str(caught.value)
+    many_lines = "x = 1\n" * 35_000 + "print x\n"
+    with pytest.raises(UnparseableSource) as caught:
+        parse_python(many_lines, "long.py")
+    assert "print statement at line 35001" in str(caught.value)
