@@ -32,6 +32,7 @@ that): then the program can read whatever that user can read.
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import importlib.metadata
 import json
@@ -252,6 +253,7 @@ class LocalSandbox:
         # Whether prepare() can install other releases (a venv per dependency set, dated by uv): the seeds
         # stage climbs its dependency ladder only then.
         self.installs_releases = environments == "venv" and installer == "uv"
+        self._failed_builds: dict[str, str] = {}  # environment key -> why its install failed, in this process
         self.index_url = index_url
         self.find_links = tuple(find_links)
         self.no_index = no_index
@@ -361,19 +363,20 @@ class LocalSandbox:
         key = stable_hash(identity)[:16]
         root = Path(self.venv_root).resolve()
         target = root / key
-        error = None
-        if not (target / "lock.json").is_file():
+        error = self._failed_builds.get(key)
+        if error is None and not (target / "lock.json").is_file():
             root.mkdir(parents=True, exist_ok=True)
-            building = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
-            building.chmod(0o755)  # mkdtemp makes it private; sandboxed runs must read it
-            try:
-                error = self._build_venv(building, requirements, as_of)
-                if error is None:
-                    if target.exists():
-                        shutil.rmtree(target)
-                    building.rename(target)
-            finally:
-                shutil.rmtree(building, ignore_errors=True)
+            # One build per environment at a time, across threads and processes: two candidates with the same
+            # dependency set used to build it side by side, and one removed the folder the other had just renamed.
+            with open(root / f".{key}.lock", "a") as guard:
+                fcntl.flock(guard, fcntl.LOCK_EX)
+                try:
+                    if not (target / "lock.json").is_file():
+                        error = self._build_once(root, key, target, requirements, as_of)
+                finally:
+                    fcntl.flock(guard, fcntl.LOCK_UN)
+            if error is not None:  # this process does not try the same failing install again
+                self._failed_builds[key] = error
         if error is not None:
             spec = {"backend": "local", "environment": "venv", "error": error}
             return PreparedEnv(spec=spec, spec_hash=stable_hash(spec), missing=(error,))
@@ -389,6 +392,20 @@ class LocalSandbox:
             **self._spec_common(),
         }
         return PreparedEnv(spec=spec, spec_hash=stable_hash({k: v for k, v in spec.items() if k != "interpreter"}))
+
+    def _build_once(self, root: Path, key: str, target: Path, requirements: list[str], as_of: str | None) -> str | None:
+        """Build the environment in a temporary folder and rename it into place; None, or what failed."""
+        building = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+        building.chmod(0o755)  # mkdtemp makes it private; sandboxed runs must read it
+        try:
+            error = self._build_venv(building, requirements, as_of)
+            if error is None:
+                if target.exists():  # a leftover without lock.json: an interrupted build of an older version
+                    shutil.rmtree(target)
+                building.rename(target)
+            return error
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
 
     def _build_venv(self, folder: Path, requirements: list[str], as_of: str | None = None) -> str | None:
         """Create a venv in ``folder`` and install ``requirements``; None, or what failed (naming the requirement)."""

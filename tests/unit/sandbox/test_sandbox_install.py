@@ -124,3 +124,38 @@ def test_a_wheel_larger_than_the_output_cap_installs(tmp_path):
     env = _box(tmp_path, links, max_output_file_bytes=1_000_000).prepare(["big==0.1"])
     assert env.ready, env.missing
     assert env.spec["packages"]["big"] == "0.1"
+
+
+def _pure_wheel(folder: Path, name: str, version: str) -> None:
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}.py": "VALUE = 1\n", f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+    record = []
+    with zipfile.ZipFile(folder / f"{name}-{version}-py3-none-any.whl", "w") as wheel:
+        for path, text in files.items():
+            wheel.writestr(path, text)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+            record.append(f"{path},sha256={digest},{len(text)}")
+        wheel.writestr(f"{info}/RECORD", "\n".join([*record, f"{info}/RECORD,,"]) + "\n")
+
+
+def test_concurrent_prepares_of_one_environment_build_it_once_and_all_get_it(tmp_path):
+    """Candidates of several repositories share dependency sets and are prepared from parallel workers;
+    two builds of one environment used to race (one removed the folder the other had renamed into place)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    links = tmp_path / "links"
+    links.mkdir()
+    _pure_wheel(links, "tinylib", "1.0")
+    links.chmod(0o755)
+    box = _box(tmp_path, links)
+    with ThreadPoolExecutor(4) as pool:
+        envs = list(pool.map(lambda _: box.prepare(["tinylib"]), range(4)))
+    assert all(env.ready for env in envs), [env.missing for env in envs]
+    assert len({env.spec_hash for env in envs}) == 1
+    built = [p for p in (tmp_path / "venvs").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    assert len(built) == 1 and (built[0] / "lock.json").is_file()
