@@ -18,7 +18,6 @@ import ast
 import io
 import re
 import tokenize
-import re
 
 # Deeper trees are refused. Across ~29,000 files of the standard library and installed packages
 # only three (generated sympy tables) pass 150; the recursion limit is 1000 frames and a
@@ -30,7 +29,6 @@ UNPARSEABLE_SOURCE = "unparseable_source"  # too deep or too large to parse safe
 PYTHON2_ONLY = "python2_only"              # Python 2 syntax (print statement, except E, e: ...)
 # Every reason parse_python gives: a file rejected for any of them has no syntax tree to analyse.
 UNPARSEABLE_REASONS = frozenset({SYNTAX_ERROR, UNPARSEABLE_SOURCE, PYTHON2_ONLY})
-PYTHON2_ONLY = "python2_only"              # Python 2 syntax: it cannot run under the Python 3 we have
 
 
 # A subclass of SyntaxError so that every handler written for "does not parse" (there are several,
@@ -58,10 +56,6 @@ def parse_python(source: str | bytes, path: str = "<source>") -> ast.Module:
             raise UnparseableSource(path, PYTHON2_ONLY, construct, exc.lineno,
                                     f"{path} is Python 2 only ({construct}); it cannot run under Python 3") from None
         line = f"line {exc.lineno}: " if exc.lineno else ""
-        construct = looks_like_python2(source, exc)
-        if construct:
-            raise UnparseableSource(path, PYTHON2_ONLY, f"it is Python 2 only ({construct}); Python 3 cannot run it",
-                                    exc.lineno) from None
         raise UnparseableSource(path, SYNTAX_ERROR, f"{line}{exc.msg}", exc.lineno) from None
     except ValueError as exc:  # null bytes on Python releases that raise ValueError for them
         raise UnparseableSource(path, UNPARSEABLE_SOURCE, str(exc)) from None
@@ -75,50 +69,6 @@ def parse_python(source: str | bytes, path: str = "<source>") -> ast.Module:
         raise UnparseableSource(path, UNPARSEABLE_SOURCE,
                                 f"syntax tree nested more than {MAX_AST_DEPTH} levels deep (near line {line})", line)
     return tree
-
-
-# What Python 3.11's parser says about the Python 2 statements it meets.
-_PY2_MESSAGES = (("Missing parentheses in call to 'print'", "print statement"),
-                 ("Missing parentheses in call to 'exec'", "exec statement"),
-                 ("leading zeros in decimal integer literals", "old octal literal"),
-                 ("multiple exception types must be parenthesized", "except X, e clause"))
-_PY2_LINE = ((re.compile(r"^\s*print\s*(>>|[\"'\w])"), "print statement"),
-             (re.compile(r"^\s*except\s+[\w.]+\s*,\s*\w+\s*:"), "except X, e clause"),
-             (re.compile(r"^\s*raise\s+[\w.]+\s*,"), "raise X, message statement"),
-             (re.compile(r"^\s*exec\s+[\"'\w]"), "exec statement"),
-             (re.compile(r"<>"), "<> operator"),
-             (re.compile(r"`[^`\n]+`"), "backtick repr"),
-             (re.compile(r"\b\d+[lL]\b"), "long integer literal"),
-             (re.compile(r"\bur['\"]"), "ur'' string"))
-MAX_PY2_SCAN_BYTES = 2_000_000
-
-
-def looks_like_python2(source: str | bytes, error: SyntaxError) -> str | None:
-    """What Python 2 construct explains ``error`` ("print statement at line 12"), or None when the file
-    is broken some other way. Judged from the parser's message and the failing line only: a file that
-    fails for another reason is a syntax error, whatever old idioms it holds elsewhere."""
-    message, line = str(error.msg or ""), error.lineno
-    where = f" at line {line}" if line else ""
-    for text, construct in _PY2_MESSAGES:
-        if text in message:
-            return construct + where
-    if isinstance(source, bytes):
-        source = source.decode("utf-8", errors="replace")
-    if not line or len(source) > MAX_PY2_SCAN_BYTES:
-        return None
-    lines = source.splitlines()
-    failing = lines[line - 1] if 0 < line <= len(lines) else (error.text or "")
-    code = _without_strings_and_comments(failing)
-    for pattern, construct in _PY2_LINE:
-        if pattern.search(code if construct not in ("print statement", "exec statement", "ur'' string")
-                          else failing):
-            return construct + where
-    return None
-
-
-def _without_strings_and_comments(line: str) -> str:
-    """The line with simple string literals and a trailing comment blanked, so a "<>" in text is not code."""
-    return re.sub(r"#.*", "", re.sub(r"(['\"]).*?\1", "''", line))
 
 
 def _deeper_than(tree: ast.AST, limit: int) -> tuple[bool, int | None]:
@@ -143,8 +93,8 @@ _MAX_LINE_CHARS = 4000
 _MESSAGES = (
     ("Missing parentheses in call to 'print'", "print statement"),
     ("Missing parentheses in call to 'exec'", "exec statement"),
-    ("multiple exception types must be parenthesized", "'except X, e:' clause"),
-    ("leading zeros in decimal integer literals", "leading-zero octal literal"),
+    ("multiple exception types must be parenthesized", "except X, e clause"),
+    ("leading zeros in decimal integer literals", "old octal literal"),
     ("Function parameters cannot be parenthesized", "tuple parameter unpacking"),
     ("Lambda expression parameters cannot be parenthesized", "tuple parameter unpacking"),
 )
@@ -168,7 +118,7 @@ def looks_like_python2(source: str | bytes, error: SyntaxError) -> str | None:
     text = _error_line(source, error)
     for words, construct in _MESSAGES:
         if words in message:
-            if construct == "leading-zero octal literal" and not _OCTAL_LITERAL.search(text):
+            if construct == "old octal literal" and not _OCTAL_LITERAL.search(text):
                 return None  # 09 and the like: Python 2 refused them too
             return construct + where
     if "invalid" in message and "literal" in message and _LONG_LITERAL.search(text):
@@ -227,19 +177,19 @@ def _construct_in_line(text: str, offset: int | None) -> str | None:
     if first == "exec" and following is not None and following.type in (tokenize.STRING, tokenize.NAME):
         return "exec statement"
     if first in ("except", "raise") and _comma_before_colon(tokens[1:]):
-        return "'except X, e:' clause" if first == "except" else "'raise E, message' statement"
+        return "except X, e clause" if first == "except" else "raise X, message statement"
     for before, token in zip([None, *tokens], tokens):
         if token.string == "`":
             return "backtick repr"
         if before is not None and before.end == token.start:
             if before.string == "<" and token.string == ">":
-                return "'<>' operator"
+                return "<> operator"
             if before.type == tokenize.NAME and before.string.lower() == "ur" and token.type == tokenize.STRING:
-                return "ur'' string prefix"
+                return "ur'' string"
             if before.type == tokenize.NUMBER and token.type == tokenize.NAME and token.string in ("l", "L"):
                 return f"long integer literal ({before.string}{token.string})"
             if before.string == "0" and token.type == tokenize.NUMBER and token.string.isdigit():
-                return "leading-zero octal literal"
+                return "old octal literal"
     # The tokenizer stops at a character it does not know; the parser's offset still points at it.
     line = text.lstrip()
     column = (offset or 0) - 1 - (len(text) - len(line))
@@ -247,7 +197,7 @@ def _construct_in_line(text: str, offset: int | None) -> str | None:
         if line[column] == "`":
             return "backtick repr"
         if line.startswith("<>", column):
-            return "'<>' operator"
+            return "<> operator"
     return None
 
 

@@ -368,7 +368,9 @@ class LocalSandbox:
             root.mkdir(parents=True, exist_ok=True)
             # One build per environment at a time, across threads and processes: two candidates with the same
             # dependency set used to build it side by side, and one removed the folder the other had just renamed.
-            with open(root / f".{key}.lock", "a") as guard:
+            locks = root / ".locks"  # kept: unlinking a lock file others wait on would let two builds start
+            locks.mkdir(exist_ok=True)
+            with open(locks / f"{key}.lock", "a") as guard:
                 fcntl.flock(guard, fcntl.LOCK_EX)
                 try:
                     if not (target / "lock.json").is_file():

@@ -267,8 +267,8 @@ def test_venv_install_failure_names_the_requirement(tmp_path):
     box = LocalSandbox(environments="venv", venv_root=str(tmp_path / "venvs"))
     env = box.prepare(["tf-no-such-distribution-xyz==1.0"])
     assert not env.ready and "tf-no-such-distribution-xyz" in env.missing[0]
-    left = [p.name for p in (tmp_path / "venvs").iterdir() if p.name not in (".uv-cache", ".pip-cache")]
-    assert left == [], "a failed build leaves nothing to reuse (the installer's download cache aside)"
+    left = [p.name for p in (tmp_path / "venvs").iterdir() if p.name not in (".uv-cache", ".pip-cache", ".locks")]
+    assert left == [], "a failed build leaves nothing to reuse (the installer's download cache and build locks aside)"
 
 
 def test_host_environment_reports_a_pin_it_cannot_meet():
