@@ -95,6 +95,26 @@ def test_source_too_deep_for_the_parser_is_a_counted_reject_of_that_file(project
     assert stats(project / "out/seeds")["counters"]["candidates"] == 2  # mean.py of each repository
 
 
+def test_python2_script_is_a_named_reject_not_a_syntax_error(project, two_repos):
+    good, hostile = two_repos
+    (hostile / "old_mean.py").write_text(READS + "print 'Mean count:', len(rows)\n")
+    (hostile / "broken.py").write_text("def f(:\n    pass\n")
+    write_params(project, [str(good), str(hostile)])
+    run_stage(project, "discover", "--out", "out/discover")
+
+    run_stage(project, "snapshot", "--repos", "out/discover", "--out", "out/snapshot")
+    rejects = {r.item_id: r for r in read_rejects(project / "out/snapshot/rejects.parquet")}
+    assert {k: r.reason for k, r in rejects.items()} == {
+        "hostile-meadow:old_mean.py": "python2_only", "hostile-meadow:broken.py": "syntax_error",
+    }
+    assert "old_mean.py is Python 2 only (print statement at line 3)" in rejects["hostile-meadow:old_mean.py"].message
+    assert stats(project / "out/snapshot")["reject_reasons"] == {"python2_only": 1, "syntax_error": 1}
+
+    # Like any file the snapshot could not parse, it is never a seed candidate (so not rejected twice).
+    run_stage(project, "seeds", "--snapshots", "out/snapshot", "--out", "out/seeds")
+    assert not any(item.endswith(("old_mean.py", "broken.py")) for item in _rejects(project, "seeds"))
+
+
 def test_local_copy_skips_hardlinks_and_special_files_and_normalises_permissions(project, two_repos, tmp_path):
     good, hostile = two_repos
     host_secret = tmp_path / "host_secret.txt"
