@@ -54,6 +54,20 @@ _INSTRUCTION_WORDS = frozenset({
 })
 
 
+# What a run leaves behind that is not a result of the analysis: the sandbox's HOME is the scratch
+# folder, so library caches and config (matplotlib's font list under ``.cache/``, ``.config/``,
+# ``.local/``, IPython's profile) land next to the outputs, as do bytecode and our own ``.tf_*`` files.
+# A hidden path component or a bytecode file is never an answer.
+_NOT_RESULT_SUFFIXES = (".pyc", ".pyo")
+
+
+def is_result_file(path: str) -> bool:
+    """Whether an output file may hold results (``False`` for caches, config, bytecode, hidden files)."""
+    parts = PurePosixPath(path).parts
+    return not (any(part.startswith(".") or part == "__pycache__" for part in parts)
+                or path.endswith(_NOT_RESULT_SUFFIXES))
+
+
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "value"
 
@@ -192,7 +206,7 @@ def answer_from_run(result, answer_from: str, max_fields: int, max_rows: int):
     the files it saved under ``result/`` (``result_files``, Subflow)."""
     texts = {}
     for path, data in result.files.items():
-        if answer_from == "result_files" and not path.startswith(RESULT_DIR + "/"):
+        if answer_from == "result_files" and not path.startswith(RESULT_DIR + "/") or not is_result_file(path):
             continue
         try:
             texts[path] = data.decode("utf-8")

@@ -21,6 +21,7 @@ from ..cache import ContentCache
 from ..io import SeedRow, SnapshotRow, StageRecorder, WrittenFile
 from ..sandbox import TRACE_RUNNER, RunRequest, Sandbox, run_cached
 from ..sandbox.base import NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT
+from .answers import is_result_file
 from .deps import (canonical, distribution_for, era_date, requirement_name, resolve_distributions, script_imports,
                    third_party)
 from .parsing import PYTHON2_ONLY, SYNTAX_ERROR, UNPARSEABLE_SOURCE, UnparseableSource, parse_python
@@ -337,7 +338,7 @@ def _seed_from_run(candidate: SeedCandidate, protocol: RunProtocol, result, env)
     if not data_files:
         why = f" (it rewrote {len(changed)} of its inputs)" if changed else ""
         return None, ("no_data_read", f"ran but read no unchanged data file of the repository{why}", {})
-    written = [_written(path, data) for path, data in sorted(outputs.items())]
+    written = [_written(path, data) for path, data in sorted(outputs.items()) if is_result_file(path)]
     if not result.stdout.strip() and not written:
         return None, ("no_output", "ran but printed nothing and wrote no file", {})
     local = [p for p in trace["local_modules"] if p in by_path and p != candidate.script and p != TRACE_SCRIPT]
