@@ -198,6 +198,13 @@ class SeedModelConfig(_Strict):
     consolidate: bool = Field(False, description="a model folds multi-file seeds into one script (checked by a run)")
 
 
+class DataDependenceConfig(_Strict):
+    """Every answer field must move when the data move: the reference runs again on perturbed data."""
+
+    enabled: bool = Field(True, description="off only to measure what the check removes")
+    jitter: float = Field(0.1, gt=0, lt=1, description="numbers in the data are scaled by up to this fraction")
+
+
 class TasksConfig(_Strict):
     """Which task types to derive from each seed program, how many of each, and how."""
 
@@ -209,6 +216,7 @@ class TasksConfig(_Strict):
     subflow: SubflowConfig = SubflowConfig()
     completion: CompletionConfig = CompletionConfig()
     correction: CorrectionConfig = CorrectionConfig()
+    data_dependence: DataDependenceConfig = DataDependenceConfig()
 
 
 class HarnessConfig(_Strict):

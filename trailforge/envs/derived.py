@@ -39,7 +39,7 @@ from .slicing import SliceError, slice_program
 from .statement import (
     completion_statement, correction_statement, describe_data_file, literal_values, subflow_statement,
 )
-from .tasks import task_id_for
+from .tasks import still_fields, task_id_for
 from .workflow import MODULE_SCOPE, WRITE_CALLS, Program, Unit, analyse_program, graph_from_json, observations, unit_runs
 
 
@@ -251,6 +251,13 @@ def _subflow(ctx: SeedContext, target: dict, unit: Unit) -> TaskRow | None:
     if mismatch:
         ctx.recorder.reject(item, "slice_mismatch", f"the slice's {name} differs from the traced run: {mismatch}")
         return None
+    if ctx.cfg.data_dependence.enabled:
+        # A target computed from the program's own constants (a grid step, a seed) does not move with the data.
+        moved = _moves_with_data(ctx, program, schema, answer)
+        if moved is not True:
+            ctx.recorder.reject(item, *(moved or ("not_data_dependent",
+                                                  f"{name} does not change when the data are perturbed")))
+            return None
     negatives = [{"name": "incomplete", "entrypoint": ctx.seed.script,
                   "files": {**program, ctx.seed.script: _without_target(sliced.text, name)}}]
     defective = _defective_slice(ctx, program, schema, answer)
@@ -268,6 +275,17 @@ def _subflow(ctx: SeedContext, target: dict, unit: Unit) -> TaskRow | None:
                       "upstream_operations": target["upstream_operations"], "slice_statements": sliced.statements},
         derived_values=derived_numbers(ctx.workflow, set(sliced.lines), ctx.literals),
     )
+
+
+def _moves_with_data(ctx: SeedContext, program: dict[str, str], schema, answer) -> bool | tuple[str, str] | None:
+    """True when the program's result moves on perturbed data; a ``(reason, message)`` when that cannot be
+    checked; None when it stays put."""
+    still, why = still_fields(ctx.seed, program, schema, answer, ctx.rng_seed, ctx.cfg.data_dependence.jitter,
+                              (ctx.max_fields, ctx.max_rows), ctx.sandbox, ctx.cache, ctx.env, ctx.recorder,
+                              answer_from="result_files")
+    if still is None:
+        return why[0], f"the data dependence of the result cannot be checked: {why[1]}"
+    return True if len(still) < len(schema) else None
 
 
 def _result_label(field: AnswerField, target: str) -> AnswerField:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .parsing import parse_python
+from .parsing import UnparseableSource, parse_python
 from .workflow import MODULE_SCOPE, Program, Unit
 
 REPORT_HELPER = '''
@@ -163,6 +163,11 @@ def slice_program(program: Program, sources: dict[str, str], target: Unit, name:
         if u.kind not in ("Import", "ImportFrom", "FunctionDef", "AsyncFunctionDef") and u.defs
     )
     operations = tuple(dict.fromkeys(c for u in sorted(all_units, key=lambda u: u.line) for c in u.calls))
+    try:  # the slice is text cut from the source: what cannot be parsed never runs, and is a counted reject
+        parse_python(text, path)
+    except UnparseableSource as exc:
+        raise SliceError("slice_unparseable", f"the slice for {name} at line {target.line} does not parse: "
+                                              f"{exc.detail}") from None
     return Slice(text=text, statements=len(all_units), operations=operations, steps=steps,
                  lines=frozenset((u.path, u.line) for u in all_units))
 

@@ -10,14 +10,17 @@ for the whole workflow's results.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections import Counter
 from importlib import resources
 from pathlib import Path
 
 from ..io import SeedRow, StageRecorder, TaskRow
-from .answers import extract_answer
-from .protocol import run_note
+from ..sandbox import RunRequest, run_cached
+from .answers import answer_from_run, extract_answer
+from .dependence import VARIANTS, moved_fields, perturb_files
+from .protocol import RunProtocol, run_note
 from .statement import describe_data_file, literal_values, reproduction_statement
 
 
@@ -30,8 +33,8 @@ def task_id_for(seed_id: str, task_type: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "__", f"{seed_id}:{task_type}")
 
 
-def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, recorder: StageRecorder) -> TaskRow | None:
-    task_id = task_id_for(seed.seed_id, "reproduction")
+def seed_answer(seed: SeedRow, max_fields: int, max_table_rows: int, recorder: StageRecorder):
+    """The structured answer of the seed run, without fields that only echo the program's constants."""
     files = {w.path: w.text for w in seed.files_written}
     refused: Counter = Counter()
     schema, answer, dropped = extract_answer(seed.stdout, files, max_fields, max_table_rows, skipped=refused)
@@ -41,7 +44,17 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
         recorder.count(f"answer_fields_{reason}", n)
     tree = Path(seed.tree)
     program = {path: (tree / path).read_text(encoding="utf-8") for path in seed.program_files}
-    schema, answer = drop_echoed_settings(schema, answer, program, recorder)
+    return drop_echoed_settings(schema, answer, program, recorder)
+
+
+def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, recorder: StageRecorder,
+                       answer: tuple | None = None) -> TaskRow | None:
+    """The Reproduction task of a seed; ``answer`` is ``(schema, values)`` when the caller already
+    narrowed the seed's answer (to its data-dependent fields)."""
+    task_id = task_id_for(seed.seed_id, "reproduction")
+    tree = Path(seed.tree)
+    program = {path: (tree / path).read_text(encoding="utf-8") for path in seed.program_files}
+    schema, answer = answer if answer is not None else seed_answer(seed, max_fields, max_table_rows, recorder)
     if not schema:
         recorder.reject(task_id, "no_structured_answer",
                         "the program printed no 'label: value' result and wrote no readable JSON/CSV result")
@@ -90,12 +103,83 @@ def drop_echoed_settings(schema, answer, program: dict[str, str], recorder: Stag
     return kept, {f.name: answer[f.name] for f in kept}
 
 
+def perturbed_data(seed: SeedRow, rng_seed: int, jitter: float, variant: dict) -> tuple[dict, list[str]]:
+    """The seed's data files, perturbed the same way for every task of the seed (a fixed seed per seed program)."""
+    tree = Path(seed.tree)
+    data = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
+    digest = hashlib.sha256(f"{rng_seed}:{seed.seed_id}:perturb:{variant['name']}".encode()).hexdigest()
+    return perturb_files(data, int(digest[:16], 16), jitter, integers=variant["integers"], drop=variant["drop"])
+
+
+def still_fields(seed: SeedRow, program: dict[str, str], schema, answer, rng_seed: int, jitter: float,
+                 limits: tuple[int, int], sandbox, cache, env, recorder, answer_from: str = "outputs"):
+    """``(fields that never moved, None)`` after running ``program`` on each perturbation of the data in
+    turn until every field has moved, or ``(None, (reason, message))`` when no perturbed run succeeded."""
+    from .derived import field_difference
+
+    still, ran, problem = list(schema), False, "none of the data files can be perturbed (binary formats)"
+    for variant in VARIANTS:
+        data, changed = perturbed_data(seed, rng_seed, jitter, variant)
+        if not changed:
+            continue
+        protocol = RunProtocol(seed.cwd, tuple(seed.args))
+        request = RunRequest(protocol.command(seed.script),
+                             {**data, **{p: t.encode("utf-8") for p, t in program.items()}},
+                             timeout_s=sandbox.timeout_s, cwd=protocol.cwd)
+        result, hit = run_cached(cache, sandbox, env, request, salt=f"perturbed-data-{variant['name']}")
+        recorder.count("perturbed_runs_cached" if hit else "perturbed_runs_executed")
+        if not result.ok:
+            tail = (result.stderr.strip().splitlines() or [""])[-1]
+            problem = f"the program fails on perturbed data ({result.reason}: {tail[:200]})"
+            continue
+        ran = True
+        got = answer_from_run(result, answer_from, *limits)[1]
+        _, still = moved_fields(still, answer, got, field_difference)
+        if not still:
+            break
+    if not ran:
+        return None, ("perturbation_fails" if "fails" in problem else "data_not_perturbable", problem)
+    return still, None
+
+
+def data_dependent_answer(seed: SeedRow, schema, answer, cfg, sandbox, cache, recorder):
+    """The seed's answer narrowed to the fields that move when the data move, or None (rejected)."""
+    task_id = task_id_for(seed.seed_id, "reproduction")
+    env = sandbox.prepare(seed.distributions)
+    if not env.ready:
+        recorder.reject(seed.seed_id, "missing_dependency", f"the sandbox lacks {', '.join(env.missing)}")
+        return None
+    tree = Path(seed.tree)
+    program = {path: (tree / path).read_text(encoding="utf-8") for path in seed.program_files}
+    still, why = still_fields(seed, program, schema, answer, cfg.seed, cfg.tasks.data_dependence.jitter,
+                              (cfg.budget.max_answer_fields, cfg.budget.max_table_rows), sandbox, cache, env, recorder)
+    if still is None:
+        recorder.reject(task_id, why[0], f"the data dependence of the answer cannot be checked: {why[1]}")
+        return None
+    moved = [f for f in schema if f not in still]
+    recorder.count("answer_fields_data_dependent", len(moved))
+    recorder.count("answer_fields_not_data_dependent", len(still))
+    if not moved:
+        names = ", ".join(f.name for f in still[:5])
+        recorder.reject(task_id, "not_data_dependent",
+                        f"no answer field moves when the data are perturbed (unchanged: {names})")
+        return None
+    return moved, {f.name: answer[f.name] for f in moved}
+
+
 def build_seed_tasks(seed: SeedRow, workflow, cfg, sandbox, cache, recorder: StageRecorder) -> list[TaskRow]:
     """All task types the recipe asks for, from one seed program (``cfg`` is the whole config)."""
     from .derived import attach_controls, build_completions, build_corrections, build_subflows, seed_context
 
     budget, types = cfg.budget, cfg.tasks.types
-    reproduction = build_reproduction(seed, budget.max_answer_fields, budget.max_table_rows, recorder)
+    schema, answer = seed_answer(seed, budget.max_answer_fields, budget.max_table_rows, recorder)
+    if schema and cfg.tasks.data_dependence.enabled:
+        narrowed = data_dependent_answer(seed, schema, answer, cfg, sandbox, cache, recorder)
+        if narrowed is None:
+            return []
+        schema, answer = narrowed
+    reproduction = build_reproduction(seed, budget.max_answer_fields, budget.max_table_rows, recorder,
+                                      answer=(schema, answer))
     if reproduction is None:
         return []
     derived: list[TaskRow] = []

@@ -1,0 +1,132 @@
+"""Does an answer depend on the data? Perturb the inputs, run again, keep what moves.
+
+A task must be data-dependent: its answer moves when its data move. A value the program computes
+from its own constants (the step of an ``np.arange``, a seed, a grid size) does not, and asking for
+it tests recall of the code, not analysis. So every answer field is checked by running the reference
+program again on perturbed copies of its data files and keeping only the fields whose value changes.
+
+The perturbation keeps each file's schema so the program still reads it: in text files, every decimal
+number is scaled by a random factor within ``jitter`` and printed with the same number of decimals
+and the same notation; whole numbers of two or more digits are scaled and rounded too (counts move),
+while one-digit integers (flags, categories, indices), zero-padded codes, a header line and numbers
+inside words, dates, times and paths are left alone. Fields that did not move (or a program that
+failed) get further tries (``VARIANTS``): only decimal numbers scaled, then also some rows dropped. ``.npy`` arrays of floats are scaled elementwise. Files in other formats are
+kept as they are; a seed none of whose files can be perturbed cannot be checked, and that is a
+counted reject (``data_not_perturbable``), never a pass.
+"""
+from __future__ import annotations
+
+import io
+import random
+import re
+from typing import Any
+
+# A number not glued to a word, a path, a date or a time: ``3.25``, ``-0.5``, ``1.2e-3``, ``1200``.
+_NUMBER = re.compile(r"(?<![\w.:/\\-])(?P<sign>-?)(?P<int>\d+)(?P<frac>\.\d+)?(?P<exp>[eE][-+]?\d+)?(?![\w.:/\\]|-\d)")
+MAX_TEXT_BYTES = 20_000_000  # larger files are kept as they are (reading them whole would cost too much)
+
+
+def _scaled(match: re.Match, rng: random.Random, jitter: float, integers: bool) -> str:
+    sign, whole, frac, exp = match.group("sign"), match.group("int"), match.group("frac"), match.group("exp")
+    factor = 1.0 + rng.uniform(-jitter, jitter)
+    if frac is None and exp is None:
+        if not integers or len(whole) < 2 or whole.startswith("0"):
+            return match.group(0)  # a flag, category or index; a zero-padded code
+        value = round(int(whole) * factor)
+        return f"{sign}{max(value, 0)}"
+    decimals = len(frac) - 1 if frac else 0
+    if exp is not None:
+        mantissa = float(whole + (frac or "")) * factor
+        return f"{sign}{mantissa:.{decimals}f}{exp}"
+    value = float(whole + frac) * factor
+    text = f"{value:.{decimals}f}"
+    return f"{sign}{text}"
+
+
+def perturb_text(text: str, rng: random.Random, jitter: float, integers: bool = True) -> str:
+    """``text`` with its free-standing numbers scaled, formats kept. A first line with letters is a header
+    (column names such as ``2019`` are names, not values) and is kept."""
+    head, newline, body = text.partition("\n")
+    if newline and body and re.search(r"[A-Za-z]", head):
+        return head + newline + _NUMBER.sub(lambda m: _scaled(m, rng, jitter, integers), body)
+    return _NUMBER.sub(lambda m: _scaled(m, rng, jitter, integers), text)
+
+
+def _perturb_npy(data: bytes, rng: random.Random, jitter: float) -> bytes | None:
+    try:
+        import numpy as np
+    except ImportError:  # pragma: no cover - numpy is a dependency of the project
+        return None
+    try:
+        array = np.load(io.BytesIO(data), allow_pickle=False)
+    except Exception:  # not an array numpy can read without unpickling: keep the file as it is
+        return None
+    if not np.issubdtype(array.dtype, np.floating) or array.size == 0:
+        return None
+    noise = np.random.default_rng(rng.getrandbits(64)).uniform(1 - jitter, 1 + jitter, array.shape)
+    out = io.BytesIO()
+    np.save(out, (array * noise).astype(array.dtype), allow_pickle=False)
+    return out.getvalue()
+
+
+def drop_rows(text: str, rng: random.Random, fraction: float) -> str:
+    """``text`` without a random ``fraction`` of its data lines (at least one, order kept); the header,
+    comment lines and files of fewer than five data lines are kept whole."""
+    lines = text.splitlines(keepends=True)
+    start = 1 if lines and re.search(r"[A-Za-z]", lines[0]) else 0
+    rows = [i for i in range(start, len(lines)) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
+    if len(rows) < 5:
+        return text
+    dropped = set(rng.sample(rows, max(1, int(len(rows) * fraction))))
+    return "".join(line for i, line in enumerate(lines) if i not in dropped)
+
+
+# The perturbations tried, in order, until every field has moved: numbers scaled; only decimal numbers
+# scaled (whole numbers are often identifiers, years or keys the program joins on); rows dropped
+# (moves counts, rankings and choices that scaling leaves in place).
+VARIANTS = (
+    {"name": "scaled", "integers": True, "drop": 0.0},
+    {"name": "scaled_decimals", "integers": False, "drop": 0.0},
+    {"name": "rows_dropped", "integers": False, "drop": 0.15},
+)
+
+
+def perturb_files(data: dict[str, bytes], seed: int, jitter: float = 0.1, integers: bool = True,
+                  drop: float = 0.0) -> tuple[dict[str, bytes], list[str]]:
+    """Perturbed copies of ``data`` (same paths) and the paths whose content changed. ``integers=False``
+    leaves whole numbers alone; ``drop`` also removes that fraction of each text file's data rows."""
+    rng = random.Random(seed)
+    out, changed = {}, []
+    for path in sorted(data):
+        content = data[path]
+        new = None
+        if path.lower().endswith(".npy"):
+            new = _perturb_npy(content, rng, jitter)
+        elif len(content) <= MAX_TEXT_BYTES and b"\x00" not in content[:8192]:
+            try:
+                text = content.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+            if text is not None:
+                if drop:
+                    text = drop_rows(text, rng, drop)
+                new = perturb_text(text, rng, jitter, integers).encode("utf-8")
+        if new is not None and new != content:
+            out[path] = new
+            changed.append(path)
+        else:
+            out[path] = content
+    return out, changed
+
+
+def moved_fields(schema, reference: dict[str, Any], perturbed: dict[str, Any], differs) -> tuple[list, list]:
+    """``(fields whose value moved, fields that stayed)``; a field the perturbed run does not report moved
+    (its presence depends on the data). ``differs(field, ref, got)`` is the comparison tasks use for
+    "changes the answer"."""
+    moved, still = [], []
+    for field in schema:
+        if field.name not in perturbed or differs(field, reference[field.name], perturbed[field.name]) is not None:
+            moved.append(field)
+        else:
+            still.append(field)
+    return moved, still
