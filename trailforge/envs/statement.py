@@ -206,6 +206,102 @@ def constants(source: str) -> list[str]:
     return found
 
 
+# Numbers that parameterise nothing: an index, a sign, a unit step, a halving.
+_TRIVIAL_NUMBERS = {0, 1, -1, 2, 0.5}
+# Keywords whose values shape a figure or a print, never a result.
+_PRESENTATION_KEYWORDS = {
+    "figsize", "dpi", "fontsize", "size", "s", "linewidth", "lw", "markersize", "ms", "alpha", "zorder", "rotation",
+    "labelsize", "pad", "width", "height", "ncol", "loc", "precision", "indent", "decimals", "axis", "ndmin",
+    "nrows", "ncols", "capsize", "elinewidth", "bbox_to_anchor", "x", "y", "labelpad", "wspace", "hspace",
+}
+MAX_PARAMETERS = 40  # a statement that would need more cannot state them all (``underspecified``)
+_RENDER_LIMIT = 90
+
+
+def _parents(module: ast.AST) -> dict[int, ast.AST]:
+    parents = {}
+    for node in ast.walk(module):
+        for child in ast.iter_child_nodes(node):
+            parents[id(child)] = node
+    return parents
+
+
+def _numeric_value(node: ast.AST, parents: dict[int, ast.AST]):
+    """The number a literal node stands for (a leading minus included), or None."""
+    if not isinstance(node, ast.Constant) or isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+        return None
+    parent = parents.get(id(node))
+    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.USub):
+        return -node.value
+    return node.value
+
+
+def _matters(node: ast.AST, value, parents: dict[int, ast.AST]) -> bool:
+    """Whether a number in the program can change a result: not trivial, not an index, not presentation."""
+    if value in _TRIVIAL_NUMBERS:
+        return False
+    child, parent = node, parents.get(id(node))
+    while parent is not None and not isinstance(parent, ast.stmt):
+        if isinstance(parent, ast.Slice) or (isinstance(parent, ast.Subscript) and child is parent.slice
+                                             and isinstance(child, (ast.Constant, ast.Tuple, ast.UnaryOp))):
+            return False  # x[:, 3], rows[10:]: where to look, not how to compute (a mask x[x > 2.5] is)
+        if isinstance(parent, ast.keyword) and parent.arg in _PRESENTATION_KEYWORDS:
+            return False
+        if isinstance(parent, ast.JoinedStr):
+            return False  # a format width inside an f-string
+        child, parent = parent, parents.get(id(parent))
+    return True
+
+
+def _render(node: ast.AST) -> str | None:
+    """Short code for a piece of the program, or None when it is long or carries untrusted text."""
+    strings = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    if not all(_only_safe_strings(v) for v in strings):
+        return None
+    try:
+        text = ast.unparse(node)
+    except (ValueError, RecursionError):
+        return None
+    return text if len(text) <= _RENDER_LIMIT and "\n" not in text and "`" not in text else None
+
+
+def analysis_numbers(source: str) -> list[tuple[float, int, str]]:
+    """``(value, line, context)`` of each number written in the program that can change a result.
+
+    ``context`` is the smallest piece of code that says what the number does: the call it is an
+    argument of, the assignment it is the value of, or the comparison it is a bound of; failing
+    that, the bare number. These are what a statement must give when the agent sees no code.
+    """
+    module = ast.parse(source)
+    parents = _parents(module)
+    found = []
+    for node in ast.walk(module):
+        value = _numeric_value(node, parents)
+        if value is None or not _matters(node, value, parents):
+            continue
+        context, fallback, parent = None, None, parents.get(id(node))
+        while parent is not None and context is None:
+            if isinstance(parent, (ast.Call, ast.Compare, ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                context = _render(parent)
+            elif isinstance(parent, ast.keyword) and fallback is None:
+                fallback = _render(parent)  # ``bins=20`` when the whole call is too long to show
+            if isinstance(parent, ast.stmt):
+                break
+            parent = parents.get(id(parent))
+        found.append((value, node.lineno, context or fallback or repr(value)))
+    return sorted(found, key=lambda item: (item[1], item[2]))
+
+
+def parameters(source: str) -> list[str]:
+    """What the statement lists as the analysis's parameters: its named constants, then every other number
+    that can change a result, in the code that uses it (random seeds included), each once."""
+    lines = constants(source)
+    for _, _, context in analysis_numbers(source):
+        if context not in lines and not any(context == c.split(" = ", 1)[0] for c in lines):
+            lines.append(context)
+    return lines
+
+
 def field_line(field: AnswerField, value=None) -> str:
     parts = [f"- `{field.name}`: {_TYPE_WORDS[field.type]}"]
     if field.type == "table" and isinstance(value, dict) and value.get("columns"):
@@ -241,13 +337,13 @@ def _operations_section(program_sources: list[str], heading: str) -> list[str]:
     params: list[str] = []
     for source in program_sources:
         ops += [op for op in operations(source) if op not in ops]
-        params += constants(source)
+        params += [p for p in parameters(source) if p not in params]
     lines = []
     if ops:
         lines += ["", f"## {heading}", "It uses these operations, in this order of first use:",
                   ", ".join(f"`{op}`" for op in ops) + "."]
     if params:
-        lines += ["", "## Parameters of the original analysis", *[f"- `{p}`" for p in params]]
+        lines += ["", "## Parameters of the original analysis", *[f"- `{p}`" for p in params[:MAX_PARAMETERS]]]
     return lines
 
 
@@ -336,9 +432,9 @@ def subflow_statement(repo_id: str, discipline: str, script: str, data: list[str
         if ops:
             line += f" using {', '.join(f'`{o}`' for o in ops[:6])}"
         lines.append(line)
-    params = [p for source in program_sources for p in constants(source)]
+    params = list(dict.fromkeys(p for source in program_sources for p in parameters(source)))
     if params:
-        lines += ["", "## Parameters of the original analysis", *[f"- `{p}`" for p in params]]
+        lines += ["", "## Parameters of the original analysis", *[f"- `{p}`" for p in params[:MAX_PARAMETERS]]]
     lines += _report_section(schema, answer)
     return "\n".join(lines) + "\n"
 

@@ -31,6 +31,7 @@ from ..io import StageRecorder, TaskRow, VerifiedTaskRow
 from ..sandbox import RunRequest, Sandbox, run_cached
 from .answers import answer_from_run
 from .protocol import RunProtocol
+from .statement import analysis_numbers
 from .tasks import eval_script
 
 
@@ -83,6 +84,7 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
             task, control, workspace, expected, cfg, sandbox, env, cache, recorder, max_fields, max_table_rows)
     check_isolation(task, workspace)
     check_construction(task)
+    check_specified(task, workspace)
     # The row records the environment it was verified in (backend, lock), which is what an export rebuilds.
     return VerifiedTaskRow(
         **{**task.model_dump(), "sandbox_spec": env.spec},
@@ -341,6 +343,45 @@ def check_construction(task: TaskRow) -> None:
         mutated = task.workspace_program.get(info["path"], "")
         if info.get("mutated", "").strip() not in mutated:
             raise Rejected("defect_missing", "the defective line is not in the workspace program")
+
+
+def unstated_numbers(task: TaskRow, workspace: dict[str, bytes]) -> list[tuple[float, str, int, str]]:
+    """Numbers of the reference program that can change the answer and that neither the statement nor a
+    workspace file gives: ``(value, path, line, code)``. An agent that sees no code (Reproduction, Subflow)
+    cannot know them; where the workspace carries the program (Completion, Correction) it can read them."""
+    if task.workspace_program:
+        return []
+    texts = [task.statement, *(d.decode("utf-8", errors="replace") for d in workspace.values())]
+    paths = [task.entrypoint] if task.task_type == "subflow" else list(task.reference_program)
+    missing = []
+    for path in paths:
+        try:
+            numbers = analysis_numbers(task.reference_program[path])
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for value, line, context in numbers:
+            if context in task.statement:
+                continue
+            if not any(_contains_number(text, form) for form in _number_forms(value) for text in texts):
+                missing.append((value, path, line, context))
+    return missing
+
+
+def _number_forms(value: float) -> list[str]:
+    forms = {repr(value), str(value)}
+    if isinstance(value, float) and value.is_integer():
+        forms.add(str(int(value)))
+    return sorted(forms)
+
+
+def check_specified(task: TaskRow, workspace: dict[str, bytes]) -> None:
+    """Every number the answer may depend on is stated or readable in the data (else ``underspecified``)."""
+    missing = unstated_numbers(task, workspace)
+    if missing:
+        value, path, line, context = missing[0]
+        raise Rejected("underspecified", f"{len(missing)} number(s) of the reference program are given neither by "
+                       f"the statement nor by the data, e.g. {value!r} in `{context}` ({path} line {line})",
+                       unstated=len(missing))
 
 
 def check_isolation(task: TaskRow, workspace: dict[str, bytes]) -> None:

@@ -134,3 +134,37 @@ def test_statement_article_for_consonant_discipline():
     assert "A biology analysis" in text
     assert "## Parameters" not in text
     assert "## How the original analysis proceeds" not in text
+
+
+BOOTSTRAP = '''import numpy as np
+import pandas as pd
+
+frame = pd.read_csv("data/growth.csv")
+rng = np.random.default_rng(20240117)
+rates = frame["rate"].to_numpy()
+means = [rng.choice(rates, size=rates.size).mean() for _ in range(2000)]
+low, high = np.percentile(means, [2.5, 97.5])
+keep = rates[rates > 0.15]
+print(f"CI low: {low:.4f}")
+print(f"CI high: {high:.4f}")
+'''
+
+
+def test_a_seeded_bootstrap_states_its_seed_and_every_number_it_uses():
+    from trailforge.envs.statement import analysis_numbers, reproduction_statement
+    from trailforge.io import AnswerField
+
+    schema = [AnswerField(name="ci_low", type="number", label="CI low", source="stdout", decimals=4)]
+    text = reproduction_statement("lab/growth", "biology", "boot.py", ["`data/growth.csv`"], [BOOTSTRAP], schema,
+                                  {"ci_low": 0.1})
+    assert "`np.random.default_rng(20240117)`" in text
+    for value, _, context in analysis_numbers(BOOTSTRAP):
+        assert f"`{context}`" in text, (value, context)
+    assert {v for v, *_ in analysis_numbers(BOOTSTRAP)} == {20240117, 2000, 2.5, 97.5, 0.15}
+
+
+def test_indices_and_presentation_numbers_are_not_parameters():
+    from trailforge.envs.statement import analysis_numbers
+
+    source = "x = data[:, 3]\ny = x[10:20]\nplt.figure(figsize=(10, 6))\nprint(f'{x.mean():.3f}')\nz = x * 2\n"
+    assert analysis_numbers(source) == []

@@ -333,7 +333,9 @@ def test_a_stochastic_program_gets_extra_runs_and_a_tolerance_from_its_spread(tm
              "print('Mean level (K): %.9f' % (287.0 + random.random() * 1e-3))\n")
     schema = [AnswerField(name="mean_level", type="number", label="Mean level", unit="K", source="stdout",
                           decimals=9, resolution=5e-10)]
-    task = make_task(schema=schema, reference={"mean_level": 287.0004}, program={"analysis.py": noisy})
+    statement = STATEMENT + "\n## Parameters of the original analysis\n- `287.0 + random.random() * 0.001`\n"
+    task = make_task(schema=schema, reference={"mean_level": 287.0004}, program={"analysis.py": noisy},
+                     statement=statement)
     task = task.model_copy(update={"tree": str(tmp_path / "tree")})
     recorder = StageRecorder("verify")
     cfg = VerifierConfig(repeats=2, stochastic_repeats=5)
@@ -342,3 +344,21 @@ def test_a_stochastic_program_gets_extra_runs_and_a_tolerance_from_its_spread(tm
     assert row.checks["reference_runs"] == 5
     assert recorder.counters["stochastic_tasks"] == 1
     assert 1e-7 < row.tolerances["mean_level"]["rtol"] < 1e-4, "the spread of the draws, widened, not the floor"
+
+
+def test_a_number_the_agent_cannot_know_makes_the_task_underspecified():
+    from trailforge.envs.verify import check_specified, unstated_numbers
+
+    program = {"analysis.py": "import numpy as np\nrows = np.loadtxt('data/temps.csv', delimiter=',', skiprows=1)\n"
+                              "np.random.seed(42)\nboot = np.random.choice(rows[:, 1], 500).mean() * 1.08\n"}
+    workspace = {"data/temps.csv": DATA}
+    with pytest.raises(Rejected) as err:
+        check_specified(make_task(program=program), workspace)
+    assert err.value.reason == "underspecified"
+    assert {v for v, *_ in unstated_numbers(make_task(program=program), workspace)} == {42, 500, 1.08}
+    stated = STATEMENT + ("\n## Parameters of the original analysis\n- `np.random.seed(42)`\n"
+                          "- `np.random.choice(rows[:, 1], 500)`\n- the result is scaled by 1.08\n")
+    check_specified(make_task(program=program, statement=stated), workspace)  # every number given: no reject
+    # Where the agent is given the program (Completion, Correction), it can read the numbers there.
+    given = make_task(program=program).model_copy(update={"workspace_program": program, "task_type": "correction"})
+    assert unstated_numbers(given, workspace) == []
