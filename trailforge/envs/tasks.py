@@ -34,7 +34,8 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
     task_id = task_id_for(seed.seed_id, "reproduction")
     files = {w.path: w.text for w in seed.files_written}
     refused: Counter = Counter()
-    schema, answer, dropped = extract_answer(seed.stdout, files, max_fields, max_table_rows, skipped=refused)
+    schema, answer, dropped = extract_answer(seed.stdout, files, max_fields, max_table_rows, skipped=refused,
+                                             plots=seed.plots)
     if dropped:
         recorder.count("answer_fields_over_cap", dropped)
     for reason, n in sorted(refused.items()):  # results whose label may not reach a statement
@@ -44,7 +45,8 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
     schema, answer = drop_echoed_settings(schema, answer, program, recorder)
     if not schema:
         recorder.reject(task_id, "no_structured_answer",
-                        "the program printed no 'label: value' result and wrote no readable JSON/CSV result")
+                        "the program printed no 'label: value' result, wrote no readable JSON/CSV result "
+                        "and drew no figure with data")
         return None
     data_lines = [describe_data_file(f, (tree / f.path).read_bytes()) for f in seed.data_files]
     statement = reproduction_statement(
