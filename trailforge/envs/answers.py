@@ -3,7 +3,8 @@
 Recognised results:
 - printed lines ``Label: value`` or ``Label (unit): value`` (numbers, booleans, short strings);
 - JSON files: scalar leaves (up to three levels deep) and short numeric lists;
-- small CSV/TSV tables (header row plus at most ``max_table_rows`` rows).
+- small CSV/TSV tables (header row plus at most ``max_table_rows`` rows);
+- what matplotlib figures showed, as the plot recorder saw it (``plots.py``).
 
 The same extractor reads the reference program's runs in ``verify``, so "the answer" always
 means exactly the same thing.
@@ -25,6 +26,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from ..io import AnswerField
+from ..sandbox import PLOTS_FILE
 
 # The label may run longer than any label that is accepted, so that an over-long one is seen and counted
 # as refused rather than silently not matched.
@@ -157,7 +159,8 @@ class _Collector:
 
 
 def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 24, max_table_rows: int = 50,
-                   skipped: Counter | None = None) -> tuple[list[AnswerField], dict[str, Any], int]:
+                   skipped: Counter | None = None, plots: dict | None = None
+                   ) -> tuple[list[AnswerField], dict[str, Any], int]:
     """Return ``(schema, answer, fields dropped over the cap)``.
 
     Results whose label was refused are counted by reason into ``skipped`` when it is given.
@@ -198,14 +201,25 @@ def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 
                 problem = problem or _path_problem(path) or next(
                     filter(None, (label_problem(c) for c in table["columns"])), None)
                 out.add(name, problem, "table", table, f"table written to {path}", f"file:{path}", resolution=res)
+    if plots:  # the recorder's record of the figures (read_plots), after every printed and written result
+        from .plots import plot_fields  # plots.py builds on this module's label rules
+
+        for candidate in plot_fields(plots, max_table_rows):
+            out.add(**candidate)
     return out.fields, out.values, out.dropped
 
 
 def answer_from_run(result, answer_from: str, max_fields: int, max_rows: int):
     """``(schema, answer)`` of one sandbox run: everything it printed and wrote (``outputs``), or only
-    the files it saved under ``result/`` (``result_files``, Subflow)."""
-    texts = {}
+    the files it saved under ``result/`` (``result_files``, Subflow). The plot recorder's file is read as
+    figures, never as a JSON result."""
+    from .plots import read_plots
+
+    texts, plots = {}, {}
     for path, data in result.files.items():
+        if path == PLOTS_FILE:
+            plots = read_plots(data) if answer_from == "outputs" else {}
+            continue
         if answer_from == "result_files" and not path.startswith(RESULT_DIR + "/") or not is_result_file(path):
             continue
         try:
@@ -213,7 +227,7 @@ def answer_from_run(result, answer_from: str, max_fields: int, max_rows: int):
         except UnicodeDecodeError:
             texts[path] = None
     stdout = result.stdout if answer_from == "outputs" else ""
-    schema, answer, _ = extract_answer(stdout, texts, max_fields, max_rows)
+    schema, answer, _ = extract_answer(stdout, texts, max_fields, max_rows, plots=plots)
     return schema, answer
 
 

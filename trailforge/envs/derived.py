@@ -30,10 +30,10 @@ import networkx as nx
 from ..cache import ContentCache
 from ..config.schema import TasksConfig
 from ..io import AnswerField, SeedRow, StageRecorder, TaskRow, WorkflowRow
-from ..sandbox import RunRequest, Sandbox, run_cached
+from ..sandbox import Sandbox, run_cached
 from .answers import answer_from_run
 from .mutations import OPERATORS, Mutation, apply_mutation, find_mutations, mutated_line
-from .protocol import RunProtocol, run_note
+from .protocol import RunProtocol, recorded_request, run_note
 from .parsing import parse_python
 from .slicing import SliceError, slice_program
 from .statement import (
@@ -82,8 +82,7 @@ class SeedContext:
     def run(self, sources: dict[str, str], entry: str | None = None, salt: str = ""):
         files = {**self.data, **{p: t.encode("utf-8") for p, t in sources.items()}}
         protocol = RunProtocol(self.seed.cwd, tuple(self.seed.args))
-        request = RunRequest(protocol.command(entry or self.seed.script), files, timeout_s=self.sandbox.timeout_s,
-                             cwd=protocol.cwd)
+        request = recorded_request(protocol, entry or self.seed.script, files, self.sandbox.timeout_s)
         result, hit = run_cached(self.cache, self.sandbox, self.env, request, salt=salt)
         self.recorder.count("variant_runs_cached" if hit else "variant_runs_executed")
         return result

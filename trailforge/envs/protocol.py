@@ -24,6 +24,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from ..sandbox import PLOT_SCRIPT, TRACE_SCRIPT, RunRequest, runner_files
+
 MAX_PROTOCOLS = 6
 NEEDS_ARGUMENTS = "needs_arguments"
 _DATA_SUFFIX = re.compile(r"\.(csv|tsv|txt|dat|json|xlsx?|raw|fasta|fa|fastq|gbk|gb|npy|npz|h5|hdf5|nc|parquet|"
@@ -42,6 +44,17 @@ class RunProtocol:
         """The command line, with ``script`` (and a runner file at the root, if any) relative to ``cwd``."""
         runner = tuple(relative_to(self.cwd, part) if part.endswith(".py") else part for part in runner)
         return ("python", *runner, relative_to(self.cwd, script), *self.args)
+
+
+def recorded_request(protocol: RunProtocol, script: str, files: dict[str, bytes], timeout_s: float,
+                     trace: tuple[str, ...] | None = None) -> RunRequest:
+    """The request for a run whose results are read: ``script`` started the ``protocol``'s way under the plot
+    recorder, or, with ``trace`` (the tracer's options: ``()`` or ``("--values",)``), under the tracer, which
+    records plots the same way. Every run an answer comes from is made here, so a plotted result means the
+    same in the seed run, the reference runs, the variants and a release's re-check."""
+    runner = (PLOT_SCRIPT,) if trace is None else (TRACE_SCRIPT, *trace)
+    return RunRequest(protocol.command(script, runner), {**files, **runner_files(trace is not None)},
+                      timeout_s=timeout_s, cwd=protocol.cwd)
 
 
 @dataclass

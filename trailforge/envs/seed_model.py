@@ -24,9 +24,9 @@ from pydantic import BaseModel, Field
 
 from ..io import SeedRow, StageRecorder
 from ..llm import LLMClient, LLMError
-from ..sandbox import RunRequest, run_cached
+from ..sandbox import run_cached
 from .answers import answer_from_run, extract_answer
-from .protocol import RunProtocol
+from .protocol import RunProtocol, recorded_request
 from .derived import differences
 
 
@@ -97,10 +97,9 @@ def consolidate_seed(seed: SeedRow, llm: LLMClient, sandbox, cache, recorder: St
     files[seed.script] = reply.script.encode("utf-8")
     env = sandbox.prepare(seed.distributions)
     protocol = RunProtocol(seed.cwd, tuple(seed.args))
-    result, _ = run_cached(cache, sandbox, env, RunRequest(protocol.command(seed.script), files,
-                                                           timeout_s=sandbox.timeout_s, cwd=seed.cwd))
+    result, _ = run_cached(cache, sandbox, env, recorded_request(protocol, seed.script, files, sandbox.timeout_s))
     original_texts = {w.path: w.text for w in seed.files_written}
-    schema, reference, _ = extract_answer(seed.stdout, original_texts, max_fields, max_rows)
+    schema, reference, _ = extract_answer(seed.stdout, original_texts, max_fields, max_rows, plots=seed.plots)
     _, got = answer_from_run(result, "outputs", max_fields, max_rows)
     changed = differences(schema, reference, got) if result.ok else None
     if changed != {}:

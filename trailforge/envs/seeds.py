@@ -19,16 +19,15 @@ from pathlib import Path
 
 from ..cache import ContentCache
 from ..io import SeedRow, SnapshotRow, StageRecorder, WrittenFile
-from ..sandbox import TRACE_RUNNER, RunRequest, Sandbox, run_cached
+from ..sandbox import PLOTS_FILE, RUNNER_FILES, TRACE_FILE, Sandbox, run_cached
 from ..sandbox.base import NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT
 from .answers import is_result_file
 from .deps import (canonical, distribution_for, era_date, requirement_name, resolve_distributions, script_imports,
                    third_party)
 from .parsing import PYTHON2_ONLY, SYNTAX_ERROR, UNPARSEABLE_SOURCE, UnparseableSource, parse_python
-from .protocol import NEEDS_ARGUMENTS, RunProtocol, infer_protocols
+from .plots import read_plots
+from .protocol import NEEDS_ARGUMENTS, RunProtocol, infer_protocols, recorded_request
 
-TRACE_SCRIPT = ".tf_trace.py"
-TRACE_FILE = ".tf_trace.json"
 MAX_TEXT_OUTPUT = 200_000
 _DATA_CALLS = {
     "open", "read_csv", "read_table", "read_excel", "read_json", "read_parquet", "loadtxt", "genfromtxt",
@@ -301,11 +300,9 @@ def _run_protocols(candidate: SeedCandidate, env, sandbox: Sandbox, cache: Conte
     snap = candidate.snapshot
     tree = Path(snap.tree)
     files = {f.path: (tree / f.path).read_bytes() for f in snap.files}
-    files[TRACE_SCRIPT] = TRACE_RUNNER.read_bytes()
     failures, seconds = [], 0.0
     for number, protocol in enumerate(candidate.protocols):
-        request = RunRequest(command=protocol.command(candidate.script, (TRACE_SCRIPT,)), files=files,
-                             timeout_s=timeout_s, cwd=protocol.cwd)
+        request = recorded_request(protocol, candidate.script, files, timeout_s, trace=())
         result, hit = run_cached(cache, sandbox, env, request)
         recorder.count("executions_cached" if hit else "executions_run")
         seconds += result.duration_s
@@ -331,6 +328,7 @@ def _seed_from_run(candidate: SeedCandidate, protocol: RunProtocol, result, env)
                       {"stderr_tail": stderr[-2000:]})
     outputs = dict(result.files)
     trace = _read_trace(outputs.pop(TRACE_FILE, None))
+    plots = read_plots(outputs.pop(PLOTS_FILE, None))  # what the figures showed: results, not a written file
     by_path = {f.path: f for f in snap.files}
     changed = {p for p in outputs if p in by_path}  # inputs the program rewrote are results, not data
     data_files = [by_path[p] for p in trace["reads"] if p in by_path and by_path[p].kind != "python"
@@ -339,9 +337,9 @@ def _seed_from_run(candidate: SeedCandidate, protocol: RunProtocol, result, env)
         why = f" (it rewrote {len(changed)} of its inputs)" if changed else ""
         return None, ("no_data_read", f"ran but read no unchanged data file of the repository{why}", {})
     written = [_written(path, data) for path, data in sorted(outputs.items()) if is_result_file(path)]
-    if not result.stdout.strip() and not written:
-        return None, ("no_output", "ran but printed nothing and wrote no file", {})
-    local = [p for p in trace["local_modules"] if p in by_path and p != candidate.script and p != TRACE_SCRIPT]
+    if not result.stdout.strip() and not written and not plots:
+        return None, ("no_output", "ran but printed nothing, wrote no file and drew no figure", {})
+    local = [p for p in trace["local_modules"] if p in by_path and p != candidate.script and p not in RUNNER_FILES]
     return SeedRow(
         seed_id=candidate.seed_id,
         repo_id=snap.repo_id,
@@ -352,6 +350,7 @@ def _seed_from_run(candidate: SeedCandidate, protocol: RunProtocol, result, env)
         data_files=sorted(data_files, key=lambda f: f.path),
         stdout=result.stdout,
         files_written=written,
+        plots=plots,
         distributions=snap.distributions,
         sandbox_spec=env.spec,
         cwd=protocol.cwd,

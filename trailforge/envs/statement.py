@@ -302,13 +302,21 @@ def parameters(source: str) -> list[str]:
     return lines
 
 
+_PLOT_LABEL = re.compile(r"[^\w .,'%/()+|^-]")
+
+
 def field_line(field: AnswerField, value=None) -> str:
     parts = [f"- `{field.name}`: {_TYPE_WORDS[field.type]}"]
     if field.type == "table" and isinstance(value, dict) and value.get("columns"):
         parts.append(f" with columns {', '.join(repr(_clean(c)) for c in value['columns'])}")
     if field.type == "number_list" and isinstance(value, list):
-        parts.append(f" of {len(value)} numbers, in the order the analysis produces them")
-    if field.source == "result":
+        order = "in the order the figure draws them" if field.source.startswith("plot:") else \
+            "in the order the analysis produces them"
+        parts.append(f" of {len(value)} numbers, {order}")
+    if field.source.startswith("plot:"):
+        # Built by plots.py from fixed words and labels that passed label_problem; the quotes around them stay.
+        parts.append(f"; read off the figure the analysis draws: the {_PLOT_LABEL.sub('', field.label)[:160]}")
+    elif field.source == "result":
         if "[" in field.label:  # one entry of a mapping the analysis builds
             entry = re.sub(r"[^\w .%/()+|'\[\]-]", "", field.label)[:120]
             parts.append(f"; the entry `{entry}`")

@@ -17,10 +17,10 @@ from importlib import resources
 from pathlib import Path
 
 from ..io import SeedRow, StageRecorder, TaskRow
-from ..sandbox import RunRequest, run_cached
+from ..sandbox import run_cached
 from .answers import answer_from_run, extract_answer
 from .dependence import VARIANTS, moved_fields, perturb_files
-from .protocol import RunProtocol, run_note
+from .protocol import RunProtocol, recorded_request, run_note
 from .statement import describe_data_file, literal_values, reproduction_statement
 
 
@@ -37,7 +37,8 @@ def seed_answer(seed: SeedRow, max_fields: int, max_table_rows: int, recorder: S
     """The structured answer of the seed run, without fields that only echo the program's constants."""
     files = {w.path: w.text for w in seed.files_written}
     refused: Counter = Counter()
-    schema, answer, dropped = extract_answer(seed.stdout, files, max_fields, max_table_rows, skipped=refused)
+    schema, answer, dropped = extract_answer(seed.stdout, files, max_fields, max_table_rows, skipped=refused,
+                                             plots=seed.plots)
     if dropped:
         recorder.count("answer_fields_over_cap", dropped)
     for reason, n in sorted(refused.items()):  # results whose label may not reach a statement
@@ -57,7 +58,8 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
     schema, answer = answer if answer is not None else seed_answer(seed, max_fields, max_table_rows, recorder)
     if not schema:
         recorder.reject(task_id, "no_structured_answer",
-                        "the program printed no 'label: value' result and wrote no readable JSON/CSV result")
+                        "the program printed no 'label: value' result, wrote no readable JSON/CSV result "
+                        "and drew no figure with data")
         return None
     data_lines = [describe_data_file(f, (tree / f.path).read_bytes()) for f in seed.data_files]
     statement = reproduction_statement(
@@ -122,10 +124,8 @@ def still_fields(seed: SeedRow, program: dict[str, str], schema, answer, rng_see
         data, changed = perturbed_data(seed, rng_seed, jitter, variant)
         if not changed:
             continue
-        protocol = RunProtocol(seed.cwd, tuple(seed.args))
-        request = RunRequest(protocol.command(seed.script),
-                             {**data, **{p: t.encode("utf-8") for p, t in program.items()}},
-                             timeout_s=sandbox.timeout_s, cwd=protocol.cwd)
+        request = recorded_request(RunProtocol(seed.cwd, tuple(seed.args)), seed.script,
+                                   {**data, **{p: t.encode("utf-8") for p, t in program.items()}}, sandbox.timeout_s)
         result, hit = run_cached(cache, sandbox, env, request, salt=f"perturbed-data-{variant['name']}")
         recorder.count("perturbed_runs_cached" if hit else "perturbed_runs_executed")
         if not result.ok:

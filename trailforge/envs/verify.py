@@ -30,7 +30,7 @@ from ..config.schema import VerifierConfig
 from ..io import StageRecorder, TaskRow, VerifiedTaskRow
 from ..sandbox import RunRequest, Sandbox, run_cached
 from .answers import answer_from_run
-from .protocol import RunProtocol
+from .protocol import RunProtocol, recorded_request
 from .statement import analysis_numbers
 from .tasks import eval_script
 
@@ -59,8 +59,8 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
     runs = []
 
     def reference_run(index: int) -> None:
-        request = RunRequest(RunProtocol(task.cwd, tuple(task.args)).command(task.entrypoint), {**workspace, **program},
-                             timeout_s=sandbox.timeout_s, cwd=task.cwd)
+        request = recorded_request(RunProtocol(task.cwd, tuple(task.args)), task.entrypoint, {**workspace, **program},
+                                   sandbox.timeout_s)
         result, hit = run_cached(cache, sandbox, env, request, salt=f"reference-run-{index}")
         recorder.count("reference_runs_cached" if hit else "reference_runs_executed")
         if not result.ok:
@@ -109,8 +109,7 @@ def check_negative_program(task, control, workspace, expected, cfg, sandbox, env
                            max_table_rows) -> str:
     """Run a defective or incomplete program; the eval must reject whatever it produces."""
     files = {**workspace, **{p: t.encode("utf-8") for p, t in control["files"].items()}}
-    request = RunRequest(RunProtocol(task.cwd, tuple(task.args)).command(control["entrypoint"]), files,
-                         timeout_s=sandbox.timeout_s, cwd=task.cwd)
+    request = recorded_request(RunProtocol(task.cwd, tuple(task.args)), control["entrypoint"], files, sandbox.timeout_s)
     result, hit = run_cached(cache, sandbox, env, request, salt="negative-control")
     recorder.count("negative_runs_cached" if hit else "negative_runs_executed")
     answer = run_answer(task, result, max_fields, max_table_rows)

@@ -506,8 +506,8 @@ def trace_seed(seed, sandbox, cache, recorder, min_upstream_ops: int, max_rows: 
     from pathlib import Path
 
     from ..io import WorkflowRow
-    from ..sandbox import TRACE_RUNNER, RunRequest, run_cached
-    from .seeds import TRACE_FILE, TRACE_SCRIPT
+    from ..sandbox import TRACE_FILE, run_cached
+    from .protocol import recorded_request
     from .statement import literal_values
 
     tree = Path(seed.tree)
@@ -523,11 +523,9 @@ def trace_seed(seed, sandbox, cache, recorder, min_upstream_ops: int, max_rows: 
         return None
     files = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
     files.update({path: text.encode("utf-8") for path, text in sources.items()})
-    files[TRACE_SCRIPT] = TRACE_RUNNER.read_bytes()
     files[PLAN_FILE] = json.dumps(trace_plan(program), sort_keys=True).encode("utf-8")
     protocol = RunProtocol(seed.cwd, tuple(seed.args))
-    request = RunRequest(protocol.command(seed.script, (TRACE_SCRIPT, "--values")), files,
-                         timeout_s=sandbox.timeout_s * 3, cwd=seed.cwd)
+    request = recorded_request(protocol, seed.script, files, sandbox.timeout_s * 3, trace=("--values",))
     result, hit = run_cached(cache, sandbox, env, request)
     recorder.count("traced_runs_cached" if hit else "traced_runs_executed")
     if plain_s and result.duration_s > MUCH_SLOWER * max(plain_s, 0.1):

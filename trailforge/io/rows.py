@@ -72,6 +72,8 @@ class SeedRow(_Row):
     files_written: list[WrittenFile]
     distributions: list[str]
     sandbox_spec: dict[str, Any]
+    # What its matplotlib figures showed ({"figures": [...]}, see sandbox/plot_recorder.py); {} when it drew none.
+    plots: dict[str, Any] = Field(default_factory=dict)
     # How the script is started (inferred by the run protocol): its working folder, relative to the
     # repository root, and its command-line arguments.
     cwd: str = "."

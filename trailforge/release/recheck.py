@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..envs.answers import answer_from_run
-from ..envs.protocol import RunProtocol
+from ..envs.protocol import RunProtocol, recorded_request
 from ..sandbox import RunRequest, Sandbox
 
 
@@ -46,8 +46,7 @@ def recheck_environment(folder: Path, sandbox: Sandbox, max_fields: int, max_row
 
     def run_program(files: dict[str, bytes], entrypoint: str) -> dict:
         protocol = RunProtocol(meta.get("cwd", "."), tuple(meta.get("args", [])))
-        result = sandbox.run(env, RunRequest(protocol.command(entrypoint), {**workspace, **files},
-                                             timeout_s=sandbox.timeout_s, cwd=protocol.cwd))
+        result = sandbox.run(env, recorded_request(protocol, entrypoint, {**workspace, **files}, sandbox.timeout_s))
         return answer_from_run(result, answer_from, max_fields, max_rows)[1]
 
     solution = run_program(_files_under(folder / "solution"), entry)

@@ -8,6 +8,21 @@ from .local import LocalSandbox, SandboxUnavailable
 
 BACKENDS = {"local": LocalSandbox, "docker": DockerSandbox}
 TRACE_RUNNER = Path(__file__).with_name("trace_runner.py")
+PLOT_RECORDER = Path(__file__).with_name("plot_recorder.py")
+# Where the runners sit in the scratch folder (its root) and what they leave there: never data or results.
+TRACE_SCRIPT = ".tf_trace.py"
+TRACE_FILE = ".tf_trace.json"
+PLOT_SCRIPT = ".tf_plots.py"  # trace_runner.py loads it by this name
+PLOTS_FILE = ".tf_plots.json"  # written by plot_recorder.py
+RUNNER_FILES = (TRACE_SCRIPT, PLOT_SCRIPT)
+
+
+def runner_files(trace: bool) -> dict[str, bytes]:
+    """The files a recorded run needs at the scratch root: the plot recorder, and the tracer if ``trace``."""
+    files = {PLOT_SCRIPT: PLOT_RECORDER.read_bytes()}
+    if trace:
+        files[TRACE_SCRIPT] = TRACE_RUNNER.read_bytes()
+    return files
 
 
 def build_sandbox(config) -> Sandbox:
@@ -19,6 +34,7 @@ def build_sandbox(config) -> Sandbox:
 
 
 __all__ = [
-    "BACKENDS", "TRACE_RUNNER", "DockerSandbox", "DockerUnavailable", "LocalSandbox", "PreparedEnv", "RunRequest", "RunResult", "Sandbox",
+    "BACKENDS", "PLOT_RECORDER", "PLOT_SCRIPT", "PLOTS_FILE", "RUNNER_FILES", "TRACE_FILE", "TRACE_RUNNER",
+    "TRACE_SCRIPT", "runner_files", "DockerSandbox", "DockerUnavailable", "LocalSandbox", "PreparedEnv", "RunRequest", "RunResult", "Sandbox",
     "SandboxInfrastructureError", "SandboxUnavailable", "build_sandbox", "run_cached",
 ]

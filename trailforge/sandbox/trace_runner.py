@@ -15,6 +15,9 @@ those scopes with ``sys.settrace`` and records:
 - ``calls``: for each function the program defines, how often it was called and a summary of
   its first arguments and return value.
 
+When the plot recorder (``.tf_plots.py``, see plot_recorder.py) sits beside this file, the run
+records its matplotlib figures too, exactly as a run under the recorder alone would.
+
 Summaries never hold whole objects: a workflow graph needs to know that ``beta`` was a
 float 1.42 and ``abund`` a 4 x 18 table, not the table itself.
 """
@@ -29,6 +32,7 @@ import sys
 ROOT = os.path.dirname(os.path.abspath(__file__))
 TRACE_FILE = ".tf_trace.json"
 PLAN_FILE = ".tf_plan.json"
+PLOT_SCRIPT = ".tf_plots.py"
 MAX_EVENTS = 3_000_000  # a runaway loop must not turn tracing into the bottleneck
 PREVIEW = 6
 _reads = []
@@ -239,8 +243,22 @@ def _write_trace():
         json.dump(trace, fh, sort_keys=True)
 
 
+def _install_plot_recorder():
+    """Run the plot recorder's module (not imported: that would list it as a local module and could leave
+    bytecode in the scratch folder) and start it, when it was placed beside this file."""
+    path = os.path.join(ROOT, PLOT_SCRIPT)
+    if not os.path.isfile(path):
+        return
+    with open(path, encoding="utf-8") as fh:
+        code = compile(fh.read(), path, "exec")
+    namespace = {"__name__": "tf_plot_recorder", "__file__": path}
+    exec(code, namespace)
+    namespace["install"]()
+
+
 def main():
     _state["self"] = os.path.abspath(sys.argv[0])
+    _install_plot_recorder()
     values = sys.argv[1] == "--values"
     script = sys.argv[2] if values else sys.argv[1]
     sys.argv = [script] + sys.argv[(3 if values else 2):]

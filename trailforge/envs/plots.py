@@ -1,0 +1,149 @@
+"""Turn what a program's figures showed into answer fields.
+
+Many research scripts print nothing and only draw. The plot recorder (``sandbox/plot_recorder.py``)
+writes what each matplotlib figure showed to ``.tf_plots.json``; this module reads that record and
+proposes fields, in figure, axes and artist order:
+
+- a line, scatter or error bar series with few points: the list of its y values; with more, its point
+  count and the minimum, maximum and mean of its y values (a long curve is graded by what summarises it,
+  and the answer stays a few fields);
+- bars: their heights; a histogram: its counts and bin edges (summaries again when there are many);
+- an image: its rows, columns and mean value.
+
+Names come from the axes title (else its y label, else the figure's place) and the artist's legend
+label. Titles, axis labels and legend labels are the program's text, untrusted like any label: each
+one a field's name or label quotes must pass ``label_problem``; a field that would quote a refused one
+is refused with that reason (and counted by the extractor), never rewritten.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from .answers import field_name, label_problem, resolution
+
+SHORT_SERIES = 20  # a series of at most this many values is asked for whole
+MAX_LABEL = 120  # what the extractor keeps of a field's label
+_UNIT = re.compile(r"^(?P<name>.*?)\s*\((?P<unit>[^()]{1,20})\)\s*$")
+_KIND_WORDS = {"line": "line", "scatter": "scatter points", "errorbar": "error bar series", "bars": "bars",
+               "hist": "histogram", "image": "image"}
+
+
+def read_plots(data: bytes | None) -> dict[str, Any]:
+    """The recorder's record (``{"figures": [...]}``), or ``{}`` when there is none or it cannot be read."""
+    if not data:
+        return {}
+    try:
+        record = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    figures = record.get("figures") if isinstance(record, dict) else None
+    if not isinstance(figures, list) or not figures:
+        return {}
+    return {"figures": [f for f in figures if isinstance(f, dict)]}
+
+
+def plot_fields(plots: dict[str, Any], max_list: int) -> list[dict[str, Any]]:
+    """The fields the figures make, as keyword arguments of the extractor's ``add`` (name, refusal, type,
+    value, label, source, unit, resolution)."""
+    fields: list[dict[str, Any]] = []
+    short = min(SHORT_SERIES, max_list)
+    for f, figure in enumerate(plots.get("figures") or [], start=1):
+        axes_list = [a for a in figure.get("axes") or [] if isinstance(a, dict)]
+        for a, axes in enumerate(axes_list, start=1):
+            place = f"figure {f}" if len(axes_list) == 1 else f"figure {f} axes {a}"
+            _axes_fields(fields, axes, place, f"plot:fig{f}/ax{a}", short)
+    return fields
+
+
+def _text(value) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _axes_fields(fields: list, axes: dict, place: str, source: str, short: int) -> None:
+    title, ylabel = _text(axes.get("title")), _text(axes.get("ylabel"))
+    axes_name = title or ylabel or place
+    quoted = [t for t in (title, ylabel) if t]
+    where = f"in the axes titled '{title}'" if title else f"in the plot of {place}"
+    y_axis = f" (y axis '{ylabel}')" if ylabel else ""
+    unit_match = _UNIT.match(ylabel) if ylabel else None
+    unit = unit_match.group("unit").strip() if unit_match else None
+    artists = [r for r in axes.get("artists") or [] if isinstance(r, dict) and r.get("kind") in _KIND_WORDS]
+    per_kind: dict[str, int] = {}
+    for record in artists:
+        per_kind[record["kind"]] = per_kind.get(record["kind"], 0) + 1
+    seen: dict[str, int] = {}
+    for record in artists:
+        kind = record["kind"]
+        seen[kind] = seen.get(kind, 0) + 1
+        legend = _text(record.get("label"))
+        numbered = f"{kind} {seen[kind]}" if per_kind[kind] > 1 else kind
+        parts = [axes_name, legend or numbered]
+        artist = f"{_KIND_WORDS[kind]} '{legend}'" if legend else (
+            f"{_KIND_WORDS[kind]} {seen[kind]}" if per_kind[kind] > 1 else f"the {_KIND_WORDS[kind]}")
+        problem = next(filter(None, (label_problem(t) for t in [*quoted, legend] if t)), None)
+        context = {"fields": fields, "parts": parts, "problem": problem, "artist": artist, "where": where,
+                   "y_axis": y_axis, "source": f"{source}/{kind}{seen[kind]}", "short": short}
+        if kind in ("line", "scatter", "errorbar"):
+            _series_fields(context, record.get("y"), "y values", "y", unit)
+            if kind == "errorbar":
+                _series_fields(context, record.get("yerr"), "y error sizes", "yerr", unit, summary=False)
+        elif kind == "bars":
+            horizontal = record.get("orientation") == "horizontal"
+            _series_fields(context, record.get("heights"), "widths" if horizontal else "heights", "heights",
+                           None if horizontal else unit)
+        elif kind == "hist":
+            _series_fields(context, record.get("counts"), "counts per bin", "counts", None)
+            _series_fields(context, record.get("edges"), "bin edges", "edges", None, summary=False)
+        elif kind == "image":
+            shape = record.get("shape") or []
+            if len(shape) >= 2 and all(isinstance(s, int) for s in shape[:2]):
+                _add(context, "rows", "integer", shape[0], "number of rows of", "#rows")
+                _add(context, "columns", "integer", shape[1], "number of columns of", "#columns")
+            if _number(record.get("mean")) is not None:
+                _add(context, "mean", "number", record["mean"], "mean pixel value of", "#mean")
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _series_fields(context: dict, series, what: str, key: str, unit: str | None, summary: bool = True) -> None:
+    """A whole short series as a list; for a longer one (``summary``) its count, minimum, maximum and mean."""
+    if not isinstance(series, dict) or not isinstance(series.get("n"), int) or series["n"] < 1:
+        return
+    values = series.get("values") or []
+    whole = [_number(v) for v in values]
+    if series["n"] <= context["short"] and len(whole) == series["n"] and None not in whole:
+        _add(context, key, "number_list", whole, f"{what} of", f"#{key}", unit)
+        return
+    if not summary or not isinstance(series.get("finite"), int) or not series["finite"]:
+        return
+    _add(context, f"{key} count", "integer", series["n"], f"number of {what} of", f"#{key}.count")
+    for stat, words in (("min", "minimum"), ("max", "maximum"), ("mean", "mean")):
+        if _number(series.get(stat)) is not None:
+            finite = "" if series["finite"] == series["n"] else "finite "
+            _add(context, f"{key} {stat}", "number", series[stat], f"{words} of the {finite}{what} of",
+                 f"#{key}.{stat}", unit)
+
+
+def _add(context: dict, suffix: str, kind: str, value, what: str, anchor: str, unit: str | None = None) -> None:
+    name, problem = field_name(*context["parts"], suffix)
+    label = f"{what} {context['artist']} {context['where']}{context['y_axis']}"
+    if len(label) > MAX_LABEL:
+        label = f"{what} {context['artist']} {context['where']}"
+    if kind == "number":
+        res = resolution(repr(float(value)))
+    elif kind == "number_list":
+        res = max((resolution(repr(v)) for v in value), default=None)
+    else:
+        res = None
+    context["fields"].append({
+        "base": name, "problem": context["problem"] or problem, "kind": kind,
+        "value": float(value) if kind == "number" else value, "label": label,
+        "source": context["source"] + anchor, "unit": unit, "resolution": res,
+    })
