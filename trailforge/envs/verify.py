@@ -482,12 +482,12 @@ def check_gradable(task, runs, expected, tolerances, cfg: VerifierConfig, sandbo
     for index, answer in enumerate([task.reference_answer, *runs]):
         if not _run_eval(expected, answer, sandbox, env, cache, cfg.eval_timeout_s, recorder):
             raise Rejected("eval_rejects_reference", f"eval.py rejects reference answer #{index}")
-    accepted = {}
+    allowed = {}
     for name, answer in allowed_answers(task, tolerances).items():
         if not _run_eval(expected, answer, sandbox, env, cache, cfg.eval_timeout_s, recorder, keep_order=True):
             raise Rejected("eval_rejects_allowed", f"eval.py rejects an answer the statement allows ({name})",
                            allowed_answer=name)
-        accepted[name] = "accepted"
+        allowed[name] = "accepted"
     verdicts = {}
     for name, answer in wrong_answers(task, tolerances).items():
         accepted = _run_eval(expected, answer, sandbox, env, cache, cfg.eval_timeout_s, recorder)
@@ -497,7 +497,7 @@ def check_gradable(task, runs, expected, tolerances, cfg: VerifierConfig, sandbo
     if len(verdicts) < cfg.min_wrong_rejected:
         raise Rejected("not_gradable", f"only {len(verdicts)} wrong answers could be built and rejected "
                        f"(< verifier.min_wrong_rejected={cfg.min_wrong_rejected})")
-    return len(runs) + 1, verdicts, accepted
+    return len(runs) + 1, verdicts, allowed
 
 
 def leak_needles(task: TaskRow, workspace_text: str) -> list[str]:
