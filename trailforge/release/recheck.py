@@ -5,8 +5,8 @@ workspace and its answer must pass ``eval/eval.py``; every positive control unde
 ``eval/controls/positives/`` (an answer the statement allows, graded as the file is) must
 pass it, and every negative control under ``eval/controls/`` must fail it: each perturbed
 answer, and the output of each defective or incomplete program run the same way. Releases
-made before positive controls existed have none listed, and re-check as before. This is what a consumer of a release can run to
-trust it without trusting the pipeline that made it.
+made before positive controls existed have none listed, and re-check as before. This is
+what a consumer of a release can run to trust it without trusting the pipeline that made it.
 """
 from __future__ import annotations
 

@@ -198,7 +198,8 @@ def test_statement_rewrite_must_keep_significant_digits():
     from tests.unit.envs.test_envs_verify import make_task
 
     field, value = _printed_field("2.8144e-03")
-    task = make_task(schema=[field], reference={"rate": value}, statement="## What to report\n" + field_line(field, value))
+    report = "## What to report\n" + field_line(field, value)
+    task = make_task(schema=[field], reference={"rate": value}, statement=report)
     keeps = "Write answer.json with `rate` (the original analysis reports 5 significant digits) from the data."
     assert check_rewrite(task, keeps) is None
     drops = "Write answer.json with `rate` (the original analysis reports 4 decimal places) from the data now."

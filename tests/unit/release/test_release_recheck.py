@@ -37,14 +37,16 @@ def test_positive_controls_are_verified_exported_and_rechecked(tmp_path):
     row = verify_task(task, VerifierConfig(), sandbox, ContentCache(tmp_path / "cache"), recorder, 24, 50)
     assert row is not None, recorder.rejects
     allowed = row.checks["positive_answer_controls"]
-    assert {"integers_as_floats", "whole_numbers_as_integers", "key_order_reversed", "rounded_as_stated"} <= set(allowed)
+    assert {"integers_as_floats", "whole_numbers_as_integers", "key_order_reversed",
+            "rounded_as_stated"} <= set(allowed)
     assert {"list_value_off_10pct", "table_cell_off_10pct"} <= set(row.checks["negative_controls"])
     assert row.tolerances["summary"]["atols"][1][1] < row.tolerances["summary"]["atol"], "its own 4 decimals"
 
     folder = write_environment(row, tmp_path / "release")
     index = json.loads((folder / "eval" / "controls" / "controls.json").read_text(encoding="utf-8"))
     assert sorted(index["positives"]) == sorted(allowed)
-    assert (folder / "eval" / "controls" / "positives" / "key_order_reversed.json").read_bytes().startswith(b'{"summary"')
+    reordered = folder / "eval" / "controls" / "positives" / "key_order_reversed.json"
+    assert reordered.read_bytes().startswith(b'{"summary"')
     report = recheck_environment(folder, sandbox, 24, 50)
     assert report["ok"], report["problems"]
     assert set(report["positives_accepted"]) == {f"answer:{n}" for n in allowed}
