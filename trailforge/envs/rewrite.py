@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from ..io import StageRecorder, TaskRow
 from ..llm import BudgetExhausted, LLMClient, LLMError
+from .statement import rounding
 from .verify import _significant_forms, field_needles
 
 _INSTRUCTIONS = (
@@ -44,8 +45,9 @@ def check_rewrite(task: TaskRow, rewritten: str) -> tuple[str, str] | None:
             return "rewrite_drops_field", f"the rewrite no longer names field `{field.name}`"
         if field.unit and field.unit not in rewritten:
             return "rewrite_drops_unit", f"the rewrite drops the unit {field.unit!r} of `{field.name}`"
-        if field.decimals and not re.search(rf"\b{field.decimals}\s+decimal", rewritten):
-            return "rewrite_drops_rounding", f"the rewrite drops the {field.decimals} decimal places of `{field.name}`"
+        stated = rounding(field, task.reference_answer.get(field.name))
+        if stated and not re.search(rf"\b{stated[0]}\s+{stated[1].split()[0]}", rewritten):
+            return "rewrite_drops_rounding", f"the rewrite drops the {stated[0]} {stated[1]} of `{field.name}`"
     if "answer.json" not in rewritten:
         return "rewrite_drops_output", "the rewrite no longer says to write answer.json"
     added = sorted(_numbers(rewritten) - _numbers(task.statement))

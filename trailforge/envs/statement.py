@@ -15,6 +15,7 @@ import ast
 import csv
 import io
 import json
+import math
 import re
 import unicodedata
 from pathlib import PurePosixPath
@@ -325,9 +326,26 @@ def field_line(field: AnswerField, value=None) -> str:
         parts.append(f"; {origin} \"{_clean(field.label, 120)}\"")
     if field.unit:
         parts.append(f"; unit: {_clean(field.unit)}")
-    if field.decimals:
-        parts.append(f"; the original analysis reports {field.decimals} decimal places")
+    stated = rounding(field, value)
+    if stated:
+        parts.append(f"; the original analysis reports {stated[0]} {stated[1]}")
     return "".join(parts)
+
+
+def rounding(field: AnswerField, value=None) -> tuple[int, str] | None:
+    """How precisely the original analysis printed a number: ``(4, "decimal places")`` for ``0.4312``,
+    ``(5, "significant digits")`` for ``2.8144e-03``; None when it says nothing (an integer, a JSON value).
+
+    ``answers.parse_scalar`` counts the decimals of the mantissa, and the resolution (half a unit in the last
+    printed place) tells the two notations apart: for fixed-point it is half of 10^-decimals."""
+    if field.type != "number" or field.decimals is None:
+        return None
+    if not field.resolution or math.isclose(field.resolution, 0.5 * 10.0 ** -field.decimals, rel_tol=1e-6):
+        return (field.decimals, "decimal places") if field.decimals else None
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value and math.isfinite(value):
+        # digits from the leading one down to the last printed place
+        return math.floor(math.log10(abs(value))) - round(math.log10(2 * field.resolution)) + 1, "significant digits"
+    return field.decimals + 1, "significant digits"
 
 
 def _title(verb: str, repo_id: str, discipline: str) -> tuple[str, str, str]:

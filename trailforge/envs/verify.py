@@ -5,8 +5,10 @@
 3. reproducibility  ``verifier.repeats`` independent runs give the same answer fields,
                     with numbers within ``verifier.max_rel_spread``; tolerances are
                     calibrated from that spread and from the printed precision;
-4. gradability      the standalone eval accepts every reference run and rejects at least
-                    ``verifier.min_wrong_rejected`` plausible wrong answers (and accepts none);
+4. gradability      the standalone eval accepts every reference run and every answer the
+                    statement allows (rounded as stated, 3.0 for 3, keys in another order, ...),
+                    and rejects at least ``verifier.min_wrong_rejected`` plausible wrong
+                    answers (and accepts none);
 5. controls         the eval rejects the output of every negative program of the task (the
                     defective program of a Correction, the program with the hole of a
                     Completion, the cut-short slice of a Subflow);
@@ -19,8 +21,11 @@ threshold, so changing a threshold re-grades without re-executing programs.
 from __future__ import annotations
 
 import copy
+import csv
 import hashlib
+import io
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -29,7 +34,8 @@ from ..cache import ContentCache
 from ..config.schema import VerifierConfig
 from ..io import StageRecorder, TaskRow, VerifiedTaskRow
 from ..sandbox import RunRequest, Sandbox, run_cached
-from .answers import answer_from_run
+from . import statement
+from .answers import answer_from_run, parse_scalar, resolution
 from .protocol import RunProtocol, recorded_request
 from .statement import analysis_numbers
 from .tasks import eval_script
@@ -57,6 +63,7 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
         raise Rejected("missing_dependency", f"the sandbox lacks {', '.join(env.missing)}")
     program = {path: text.encode("utf-8") for path, text in task.reference_program.items()}
     runs = []
+    printed: dict[str, str] = {}  # output files of the first run: the printed form of table cells
 
     def reference_run(index: int) -> None:
         request = recorded_request(RunProtocol(task.cwd, tuple(task.args)), task.entrypoint, {**workspace, **program},
@@ -67,6 +74,8 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
             tail = (result.stderr.strip().splitlines() or [""])[-1]
             raise Rejected("not_executable", f"reference run {index + 1} ended with {result.reason}: {tail[:300]}")
         runs.append(run_answer(task, result, max_fields, max_table_rows))
+        if index == 0:
+            printed.update(printed_tables(task, result.files))
 
     for index in range(cfg.repeats):
         reference_run(index)
@@ -76,9 +85,10 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
         for index in range(cfg.repeats, max(cfg.repeats, cfg.stochastic_repeats)):
             reference_run(index)
     spreads = check_reproducible(task, runs, cfg.max_rel_spread)
-    tolerances = calibrate(task, spreads, cfg)
+    tolerances = calibrate(task, spreads, cfg, element_spreads(task, runs), printed)
     expected = expected_document(task, tolerances)
-    positives, negatives = check_gradable(task, runs, expected, tolerances, cfg, sandbox, env, cache, recorder)
+    positives, negatives, allowed = check_gradable(task, runs, expected, tolerances, cfg, sandbox, env, cache,
+                                                   recorder)
     for control in task.negative_programs:
         negatives[f"program:{control['name']}"] = check_negative_program(
             task, control, workspace, expected, cfg, sandbox, env, cache, recorder, max_fields, max_table_rows)
@@ -94,6 +104,7 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
             "reference_runs": len(runs),
             "max_rel_spread": spreads,
             "positive_controls": positives,
+            "positive_answer_controls": allowed,
             "negative_controls": negatives,
             "isolation": "clean",
         },
@@ -181,14 +192,122 @@ def check_reproducible(task: TaskRow, runs: list[dict[str, Any]], max_rel_spread
     return spreads
 
 
-def calibrate(task: TaskRow, spreads: dict[str, float], cfg: VerifierConfig) -> dict[str, dict[str, float]]:
-    """Per-field tolerances: the verifier floor, widened by observed spread and printed precision."""
-    tolerances = {}
+def _relative(x: float, y: float) -> float:
+    return abs(x - y) / max(abs(y), 1e-12) if x != y else 0.0
+
+
+def element_spreads(task: TaskRow, runs: list[dict[str, Any]]) -> dict[str, list]:
+    """Run-to-run spread of each element of a number list, or each numeric cell of a table (None: a text cell).
+
+    Runs are compared with the reference position by position (``check_reproducible`` has made sure the
+    shapes and the text cells agree)."""
+    spreads: dict[str, list] = {}
+    for field in task.answer_schema:
+        ref = task.reference_answer[field.name]
+        if field.type == "number_list":
+            spreads[field.name] = [max([_relative(float(run[field.name][i]), float(y)) for run in runs], default=0.0)
+                                   for i, y in enumerate(ref)]
+        elif field.type == "table":
+            spreads[field.name] = [
+                [max([_relative(float(run[field.name]["rows"][r][c]), float(y)) for run in runs], default=0.0)
+                 if _is_number(y) else None for c, y in enumerate(row)]
+                for r, row in enumerate(ref["rows"])]
+    return spreads
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def printed_tables(task: TaskRow, files: dict[str, bytes]) -> dict[str, str]:
+    """The text of each table field's file as a run wrote it (``file:<path>`` sources), by field name."""
+    texts = {}
+    for field in task.answer_schema:
+        path = field.source[len("file:"):] if field.type == "table" and field.source.startswith("file:") else None
+        if path and path in files:
+            try:
+                texts[field.name] = files[path].decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+    return texts
+
+
+def _cell_resolutions(text: str, delimiter: str) -> list[list[float | None]]:
+    """Half a unit in the last printed place of each cell, read as ``answers.parse_table`` reads the table:
+    a printed integer is exact (0.0), a text cell None."""
+    rows = [r for r in csv.reader(io.StringIO(text), delimiter=delimiter) if r]
+    cells = []
+    for row in rows[1:]:
+        out: list[float | None] = []
+        for cell in row:
+            parsed = parse_scalar(cell) if cell.strip() else None
+            kind = parsed[0] if parsed else None
+            out.append(resolution(cell) if kind == "number" else 0.0 if kind == "integer" else None)
+        cells.append(out)
+    return cells
+
+
+def element_resolutions(field, value: Any, text: str | None = None) -> list:
+    """The printed resolution of each element of a number list or cell of a table (None: a text cell).
+
+    A table cell's own printed form, when the file it was read from is at hand (``text``); else the shortest
+    form of the number (what ``json`` and ``pandas`` write), never coarser than the field's coarsest cell."""
+    coarsest = field.resolution or 0.0
+    own = lambda v: min(coarsest, resolution(repr(float(v))))  # noqa: E731
+    if field.type == "number_list":
+        return [own(v) for v in value]
+    rows = value["rows"]
+    if text is not None:
+        cells = _cell_resolutions(text, "\t" if field.source.lower().endswith(".tsv") else ",")
+        fits = len(cells) == len(rows) and all(
+            len(c) == len(r) and all((t is None) != _is_number(v) for t, v in zip(c, r)) for c, r in zip(cells, rows))
+        if fits:
+            return cells
+    return [[own(v) if _is_number(v) else None for v in row] for row in rows]
+
+
+def calibrate(task: TaskRow, spreads: dict[str, float], cfg: VerifierConfig, elements: dict[str, list] | None = None,
+              printed: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """Per-field tolerances: the verifier floor, widened by observed spread and printed precision.
+
+    A number list or table also gets ``rtols``/``atols``, one per element or cell, from that element's own
+    printed precision and its own spread (``elements``, from ``element_spreads``), so that one coarsely
+    printed cell does not loosen the grading of the others. The field's ``rtol``/``atol`` stay what they
+    were (its coarsest cell, its largest spread): what an eval that predates per-element tolerances applies."""
+    tolerances: dict[str, dict[str, Any]] = {}
     for field in task.answer_schema:
         rtol = max(cfg.rtol, cfg.spread_factor * spreads.get(field.name, 0.0))
         atol = max(cfg.atol, (field.resolution or 0.0) * 1.01)
         tolerances[field.name] = {"rtol": rtol, "atol": atol}
+        if field.type not in ("number_list", "table"):
+            continue
+        value = task.reference_answer[field.name]
+        res = element_resolutions(field, value, (printed or {}).get(field.name))
+        spread = (elements or {}).get(field.name)
+        if field.type == "number_list":
+            spread = spread if spread and len(spread) == len(value) else [spreads.get(field.name, 0.0)] * len(value)
+            tolerances[field.name]["rtols"] = [max(cfg.rtol, cfg.spread_factor * s) for s in spread]
+            tolerances[field.name]["atols"] = [max(cfg.atol, r * 1.01) for r in res]
+        else:
+            if not spread or len(spread) != len(res):
+                spread = [[None if r is None else spreads.get(field.name, 0.0) for r in row] for row in res]
+            tolerances[field.name]["rtols"] = [[None if s is None else max(cfg.rtol, cfg.spread_factor * s)
+                                                for s in row] for row in spread]
+            tolerances[field.name]["atols"] = [[None if r is None else max(cfg.atol, r * 1.01) for r in row]
+                                               for row in res]
     return tolerances
+
+
+def _element_tolerance(tol: dict[str, Any], *index: int) -> tuple[float, float]:
+    """(rtol, atol) of one element (list) or cell (table), from the per-element lists when there are some."""
+    rtol, atol = tol["rtol"], tol["atol"]
+    rtols, atols = tol.get("rtols"), tol.get("atols")
+    try:
+        for i in index:
+            rtols, atols = rtols[i], atols[i]
+    except (TypeError, IndexError):
+        return rtol, atol
+    return (rtol if rtols is None else rtols), (atol if atols is None else atols)
 
 
 def expected_document(task: TaskRow, tolerances: dict[str, dict[str, float]]) -> dict[str, Any]:
@@ -235,6 +354,22 @@ def wrong_answers(task: TaskRow, tolerances: dict[str, dict[str, float]]) -> dic
         scaled = values[:index] + [values[index] * 1.5 + (1.0 if values[index] == 0 else 0.0)] + values[index + 1:]
         wrong["list_value_changed"] = {**ref, lists[0].name: scaled}
         wrong["list_value_dropped"] = {**ref, lists[0].name: values[:-1]}
+    for field in (f for f in task.answer_schema if f.type == "number_list"):
+        values, tol = list(ref[field.name]), tolerances[field.name]
+        index = _best_resolved([(i,) for i in range(len(values))], [values[i] for i in range(len(values))], tol)
+        if index is not None:
+            (i,) = index
+            wrong["list_value_off_10pct"] = {**ref, field.name: values[:i] + [values[i] * 1.1] + values[i + 1:]}
+            break
+    for field in (f for f in task.answer_schema if f.type == "table"):
+        table, tol = ref[field.name], tolerances[field.name]
+        places = [(r, c) for r, row in enumerate(table["rows"]) for c, v in enumerate(row) if isinstance(v, float)]
+        index = _best_resolved(places, [table["rows"][r][c] for r, c in places], tol)
+        if index is not None:
+            changed = copy.deepcopy(table)
+            changed["rows"][index[0]][index[1]] *= 1.1
+            wrong["table_cell_off_10pct"] = {**ref, field.name: changed}
+            break
     tables = [f for f in task.answer_schema if f.type == "table" and len(ref[f.name]["rows"]) >= 2]
     if tables:
         table = ref[tables[0].name]
@@ -244,12 +379,96 @@ def wrong_answers(task: TaskRow, tolerances: dict[str, dict[str, float]]) -> dic
     return wrong
 
 
+def _best_resolved(places: list[tuple[int, ...]], values: list[float], tol: dict[str, Any]) -> tuple[int, ...] | None:
+    """The element whose 10% change its tolerance resolves best, or None when none resolves it by a clear margin
+    (a value printed with one significant digit cannot tell a 10% error from rounding)."""
+    best, best_ratio = None, 3.0
+    for place, value in zip(places, values):
+        if value == 0:
+            continue
+        rtol, atol = _element_tolerance(tol, *place)
+        ratio = 0.1 * abs(value) / (atol + rtol * abs(value) * 1.1)
+        if ratio > best_ratio:
+            best, best_ratio = place, ratio
+    return best
+
+
+def _rounded_as_stated(field, value: float) -> float:
+    """The value rounded the way the statement says the original analysis printed it."""
+    rounding = statement.rounding(field, value)
+    if rounding is None:
+        return value
+    count, unit = rounding
+    return float(f"{value:.{count - 1}e}") if unit == "significant digits" else round(value, count)
+
+
+def allowed_answers(task: TaskRow, tolerances: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Answers the statement allows that differ from the reference in form, each of which the eval must accept.
+
+    Written to ``answer.json`` as ordered here (``key_order_reversed`` is about the order of the keys)."""
+    ref = task.reference_answer
+    allowed: dict[str, dict[str, Any]] = {}
+    stated = {f.name: _rounded_as_stated(f, ref[f.name]) for f in task.answer_schema
+              if f.type == "number" and isinstance(ref[f.name], float) and statement.rounding(f, ref[f.name])}
+    if stated:
+        allowed["rounded_as_stated"] = {**ref, **stated}
+    # Full precision: any value that the printed one is the rounding of (here 0.9 of half a unit away).
+    within = {}
+    for field in task.answer_schema:
+        value, tol = ref[field.name], tolerances[field.name]
+        if field.type == "number" and isinstance(value, float) and field.resolution:
+            within[field.name] = value + 0.9 * field.resolution
+        elif field.type == "number_list" and tol.get("atols"):
+            within[field.name] = [v + 0.9 * a / 1.01 for v, a in zip(value, tol["atols"])]
+        elif field.type == "table" and tol.get("atols"):
+            within[field.name] = {**value, "rows": [
+                [c + 0.9 * a / 1.01 if isinstance(c, float) and a is not None else c for c, a in zip(row, atols)]
+                for row, atols in zip(value["rows"], tol["atols"])]}
+    if within:
+        allowed["unrounded_within_printed_precision"] = {**ref, **within}
+    as_floats = {f.name: float(ref[f.name]) for f in task.answer_schema if f.type == "integer"}
+    as_ints = {}
+    for field in task.answer_schema:
+        value = ref[field.name]
+        if field.type == "number" and isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+            as_ints[field.name] = int(value)  # "a number" does not demand a float
+        elif field.type == "number_list" and any(isinstance(v, float) and v.is_integer() for v in value):
+            as_ints[field.name] = [int(v) if isinstance(v, float) and v.is_integer() and abs(v) < 1e15 else v
+                                   for v in value]
+        elif field.type == "table" and any(isinstance(c, float) and c.is_integer() for r in value["rows"] for c in r):
+            as_ints[field.name] = {**value, "rows": [[int(c) if isinstance(c, float) and c.is_integer()
+                                                      and abs(c) < 1e15 else c for c in row] for row in value["rows"]]}
+    if as_floats:
+        allowed["integers_as_floats"] = {**ref, **as_floats}
+    if as_ints:
+        allowed["whole_numbers_as_integers"] = {**ref, **as_ints}
+    lists = {f.name: [float(v) for v in ref[f.name]] for f in task.answer_schema if f.type == "number_list"}
+    if lists:
+        allowed["lists_as_floats"] = {**ref, **lists}
+    reordered = {}
+    for name in reversed(list(ref)):
+        value = ref[name]
+        if isinstance(value, dict) and "rows" in value:  # keys, columns and rows in another order
+            order = list(reversed(range(len(value["columns"]))))
+            value = {"rows": [[row[i] for i in order] for row in reversed(value["rows"])],
+                     "columns": [value["columns"][i] for i in order]}
+        reordered[name] = value
+    if len(ref) > 1 or reordered != ref:
+        allowed["key_order_reversed"] = reordered
+    return allowed
+
+
+def answer_bytes(answer: dict, keep_order: bool = False) -> bytes:
+    """``answer.json`` as the eval reads it: keys sorted, or (a positive control) in the order given."""
+    return json.dumps(answer, sort_keys=not keep_order).encode("utf-8")
+
+
 def _run_eval(expected: dict, answer: dict, sandbox: Sandbox, env, cache: ContentCache, timeout_s: float,
-              recorder: StageRecorder) -> bool:
+              recorder: StageRecorder, keep_order: bool = False) -> bool:
     files = {
         "eval.py": eval_script().encode("utf-8"),
         "expected.json": json.dumps(expected, sort_keys=True).encode("utf-8"),
-        "answer.json": json.dumps(answer, sort_keys=True).encode("utf-8"),
+        "answer.json": answer_bytes(answer, keep_order),
     }
     request = RunRequest(("python", "eval.py", "answer.json", "expected.json"), files, timeout_s=timeout_s)
     result, hit = run_cached(cache, sandbox, env, request)
@@ -260,10 +479,16 @@ def _run_eval(expected: dict, answer: dict, sandbox: Sandbox, env, cache: Conten
 
 
 def check_gradable(task, runs, expected, tolerances, cfg: VerifierConfig, sandbox, env, cache,
-                   recorder) -> tuple[int, dict]:
+                   recorder) -> tuple[int, dict, dict]:
     for index, answer in enumerate([task.reference_answer, *runs]):
         if not _run_eval(expected, answer, sandbox, env, cache, cfg.eval_timeout_s, recorder):
             raise Rejected("eval_rejects_reference", f"eval.py rejects reference answer #{index}")
+    allowed = {}
+    for name, answer in allowed_answers(task, tolerances).items():
+        if not _run_eval(expected, answer, sandbox, env, cache, cfg.eval_timeout_s, recorder, keep_order=True):
+            raise Rejected("eval_rejects_allowed", f"eval.py rejects an answer the statement allows ({name})",
+                           allowed_answer=name)
+        allowed[name] = "accepted"
     verdicts = {}
     for name, answer in wrong_answers(task, tolerances).items():
         accepted = _run_eval(expected, answer, sandbox, env, cache, cfg.eval_timeout_s, recorder)
@@ -273,7 +498,7 @@ def check_gradable(task, runs, expected, tolerances, cfg: VerifierConfig, sandbo
     if len(verdicts) < cfg.min_wrong_rejected:
         raise Rejected("not_gradable", f"only {len(verdicts)} wrong answers could be built and rejected "
                        f"(< verifier.min_wrong_rejected={cfg.min_wrong_rejected})")
-    return len(runs) + 1, verdicts
+    return len(runs) + 1, verdicts, allowed
 
 
 def leak_needles(task: TaskRow, workspace_text: str) -> list[str]:

@@ -142,7 +142,8 @@ class TaskRow(_Row):
 
 
 class VerifiedTaskRow(TaskRow):
-    tolerances: dict[str, dict[str, float]]
+    # Per field: rtol, atol; a number list or table also rtols, atols (per element or cell, see envs.verify.calibrate).
+    tolerances: dict[str, dict[str, Any]]
     checks: dict[str, Any]
 
 

@@ -11,7 +11,9 @@ grades it::
       eval/eval.py         standalone grader (standard library only)
       eval/expected.json   expected answer with per-field tolerances (hidden from the agent)
       eval/controls/       negative controls: perturbed answers and defective/incomplete programs
-                           whose output the grader must reject (``trailforge recheck`` re-runs them)
+                           whose output the grader must reject; positive controls: answers the
+                           statement allows (rounded as stated, 3.0 for 3, keys reordered) that it
+                           must accept (``trailforge recheck`` re-runs them all)
       sandbox.json         the execution environment as verified (backend, lock, limits)
       Dockerfile           rebuilds that environment with the workspace (requirements.lock.txt pins it)
       metadata.json        provenance, answer schema, how the task was made, verification report
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..envs.tasks import eval_script
-from ..envs.verify import expected_document, wrong_answers
+from ..envs.verify import allowed_answers, answer_bytes, expected_document, wrong_answers
 from ..io import VerifiedTaskRow
 from ..io.progress import Progress
 
@@ -174,11 +176,17 @@ def environment_dockerfile(task: VerifiedTaskRow, requirements: list[str]) -> st
 
 
 def write_controls(task: VerifiedTaskRow, root: Path) -> None:
-    """Negative controls next to the grader, so a fresh re-check needs nothing but the folder."""
-    index = {"answers": [], "programs": []}
+    """Controls next to the grader, so a fresh re-check needs nothing but the folder."""
+    index = {"answers": [], "programs": [], "positives": []}
     for name, answer in sorted(wrong_answers(task, task.tolerances).items()):
         _json(root / "answers" / f"{name}.json", answer)
         index["answers"].append(name)
+    for name, answer in sorted(allowed_answers(task, task.tolerances).items()):
+        # byte for byte what verify graded: the order of the keys is part of some of these controls
+        target = root / "positives" / f"{name}.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(answer_bytes(answer, keep_order=True))
+        index["positives"].append(name)
     for control in task.negative_programs:
         for path, text in control["files"].items():
             target = root / "programs" / control["name"] / path

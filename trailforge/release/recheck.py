@@ -1,10 +1,12 @@
 """Re-check exported environments from their folders alone, with fresh runs and no cache.
 
 For each environment: the reference program (``solution/``) runs on a fresh copy of the
-workspace and its answer must pass ``eval/eval.py``; every negative control under
-``eval/controls/`` must fail it: each perturbed answer, and the output of each defective
-or incomplete program run the same way. This is what a consumer of a release can run to
-trust it without trusting the pipeline that made it.
+workspace and its answer must pass ``eval/eval.py``; every positive control under
+``eval/controls/positives/`` (an answer the statement allows, graded as the file is) must
+pass it, and every negative control under ``eval/controls/`` must fail it: each perturbed
+answer, and the output of each defective or incomplete program run the same way. Releases
+made before positive controls existed have none listed, and re-check as before. This is
+what a consumer of a release can run to trust it without trusting the pipeline that made it.
 """
 from __future__ import annotations
 
@@ -23,11 +25,12 @@ def _files_under(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def _grade(folder: Path, answer: dict, sandbox: Sandbox, env) -> int:
+def _grade(folder: Path, answer: dict | bytes, sandbox: Sandbox, env) -> int:
+    """The eval's exit code on ``answer`` (a file's bytes are graded as they are: key order included)."""
     files = {
         "eval.py": (folder / "eval" / "eval.py").read_bytes(),
         "expected.json": (folder / "eval" / "expected.json").read_bytes(),
-        "answer.json": json.dumps(answer, sort_keys=True).encode("utf-8"),
+        "answer.json": answer if isinstance(answer, bytes) else json.dumps(answer, sort_keys=True).encode("utf-8"),
     }
     result = sandbox.run(env, RunRequest(("python", "eval.py", "answer.json", "expected.json"), files,
                                          timeout_s=sandbox.timeout_s))
@@ -63,8 +66,13 @@ def recheck_environment(folder: Path, sandbox: Sandbox, max_fields: int, max_row
         files = _files_under(folder / "eval" / "controls" / "programs" / program["name"])
         rejected[f"program:{program['name']}"] = _grade(folder, run_program(files, program["entrypoint"]),
                                                        sandbox, env) == 1
+    accepted = {f"answer:{name}": _grade(folder, (folder / "eval" / "controls" / "positives" / f"{name}.json")
+                                         .read_bytes(), sandbox, env) == 0
+                for name in controls.get("positives", [])}
     report["negatives_rejected"] = rejected
+    report["positives_accepted"] = accepted
     report["problems"] += [f"{name} was not rejected" for name, ok in rejected.items() if not ok]
+    report["problems"] += [f"{name} (allowed) was not accepted" for name, ok in accepted.items() if not ok]
     report["ok"] = not report["problems"]
     return report
 
@@ -75,14 +83,17 @@ def recheck_release(root: Path, sandbox: Sandbox, executor, max_fields: int, max
                            label="recheck")
     by_type: dict[str, dict[str, int]] = {}
     for report in reports:
-        counts = by_type.setdefault(report["task_type"], {"environments": 0, "passed": 0, "negatives_rejected": 0})
+        counts = by_type.setdefault(report["task_type"], {"environments": 0, "passed": 0, "negatives_rejected": 0,
+                                                          "positives_accepted": 0})
         counts["environments"] += 1
         counts["passed"] += bool(report.get("ok"))
         counts["negatives_rejected"] += sum(report.get("negatives_rejected", {}).values())
+        counts["positives_accepted"] += sum(report.get("positives_accepted", {}).values())
     return {
         "environments": len(reports),
         "passed": sum(bool(r.get("ok")) for r in reports),
         "negative_controls_rejected": sum(sum(r.get("negatives_rejected", {}).values()) for r in reports),
+        "positive_controls_accepted": sum(sum(r.get("positives_accepted", {}).values()) for r in reports),
         "by_task_type": dict(sorted(by_type.items())),
         "failures": [{"env_id": r["env_id"], "problems": r["problems"]} for r in reports if not r.get("ok")],
     }

@@ -157,3 +157,66 @@ def test_wrong_argument_count_exits_2():
     done = subprocess.run([sys.executable, str(EVAL)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "usage" in json.loads(done.stdout)["error"]
+
+
+# --- per-element tolerances (issue 18): lists and tables graded element by element -------------------------
+
+JACCARD = [0.3, 0.4567, 0.1234]
+PER_ELEMENT = {
+    "task_id": "t2",
+    "fields": [
+        # the old single tolerance, set by the coarsest element (0.3 printed with one decimal) ...
+        {"name": "jaccard", "type": "number_list", "value": JACCARD, "rtol": 1e-6, "atol": 0.0505,
+         # ... and each element's own
+         "rtols": [1e-6, 1e-6, 1e-6], "atols": [0.0505, 5.05e-5, 5.05e-5]},
+        {"name": "summary", "type": "table", "value": TABLE, "rtol": 1e-6, "atol": 0.0505,
+         "rtols": [[None, 1e-6], [None, 1e-6], [None, 1e-6]], "atols": [[None, 0.0505], [None, 5.05e-5], [None, 5e-9]]},
+    ],
+}
+
+
+def test_list_element_off_by_10_percent_is_rejected_with_per_element_tolerances(tmp_path):
+    off = [JACCARD[0], JACCARD[1] * 1.1, JACCARD[2]]
+    assert grade(tmp_path, {"jaccard": off, "summary": TABLE}, PER_ELEMENT)[0] == 1
+    # the single field tolerance alone (an old document) lets the same 10% error through
+    old = {"fields": [{k: v for k, v in PER_ELEMENT["fields"][0].items() if k not in ("rtols", "atols")}]}
+    assert grade(tmp_path, {"jaccard": off}, old)[0] == 0
+    # the coarse element keeps its own, wider tolerance: its printed precision cannot tell more
+    assert grade(tmp_path, {"jaccard": [0.33, *JACCARD[1:]], "summary": TABLE}, PER_ELEMENT)[0] == 0
+    assert grade(tmp_path, {"jaccard": [0.3, 0.45674, 0.12344], "summary": TABLE}, PER_ELEMENT)[0] == 0
+
+
+def test_table_cell_tolerances_follow_their_rows_when_rows_are_reordered(tmp_path):
+    near = {"columns": ["site", "mean"], "rows": [["C", 3.5], ["A", 1.54], ["B", 2.50004]]}
+    assert grade(tmp_path, {"jaccard": JACCARD, "summary": near}, PER_ELEMENT)[0] == 0
+    for rows in ([["C", 3.5], ["A", 1.5], ["B", 2.55]], [["C", 3.5001], ["A", 1.5], ["B", 2.5]]):
+        code, report = grade(tmp_path, {"jaccard": JACCARD, "summary": {"columns": ["site", "mean"], "rows": rows}},
+                             PER_ELEMENT)
+        assert code == 1 and report["fields"]["summary"] == "mismatch", rows
+
+
+def test_old_single_tolerance_document_still_grades(tmp_path):
+    old = {"task_id": "t0", "fields": [
+        {"name": "series", "type": "number_list", "value": [1.0, 2.0], "rtol": 1e-6, "atol": 0.0505},
+        {"name": "summary", "type": "table", "value": TABLE, "rtol": 1e-6, "atol": 0.0051},
+    ]}
+    assert grade(tmp_path, {"series": [1.04, 1.96], "summary": TABLE}, old)[0] == 0
+    assert grade(tmp_path, {"series": [1.06, 2.0], "summary": TABLE}, old)[0] == 1
+    shifted = {"columns": ["site", "mean"], "rows": [["A", 1.505], ["B", 2.5], ["C", 3.5]]}
+    assert grade(tmp_path, {"series": [1.0, 2.0], "summary": shifted}, old)[0] == 0
+    shifted["rows"][0][1] = 1.506
+    assert grade(tmp_path, {"series": [1.0, 2.0], "summary": shifted}, old)[0] == 1
+
+
+def test_per_element_tolerances_of_the_wrong_length_fall_back_to_the_field_tolerance(tmp_path):
+    spec = {**PER_ELEMENT["fields"][0], "atols": [5e-9]}  # not one per element: ignored
+    assert grade(tmp_path, {"jaccard": [0.33, 0.48, 0.1234]}, {"fields": [spec]})[0] == 0
+
+
+def test_integer_for_whole_float_and_any_key_order_pass(tmp_path):
+    expected = {"fields": [{"name": "total", "type": "number", "value": 3.0, "rtol": 1e-6, "atol": 1e-9},
+                           *EXPECTED["fields"]]}
+    raw = '{"summary": %s, "series": [1, 2], "converged": true, "month": "Jul", "count": 12.0, "mean": 2.3994, ' \
+          '"total": 3}' % json.dumps(TABLE)
+    code, report = grade(tmp_path, None, expected, raw=raw)
+    assert code == 0, report

@@ -168,3 +168,73 @@ def test_indices_and_presentation_numbers_are_not_parameters():
 
     source = "x = data[:, 3]\ny = x[10:20]\nplt.figure(figsize=(10, 6))\nprint(f'{x.mean():.3f}')\nz = x * 2\n"
     assert analysis_numbers(source) == []
+
+
+# --- rounding instructions match how the value was printed (issue 18) --------------------------------------
+
+def _printed_field(printed: str) -> tuple[AnswerField, float]:
+    from trailforge.envs.answers import parse_scalar, resolution
+
+    kind, value, decimals = parse_scalar(printed)
+    field = AnswerField(name="rate", type=kind, label="Rate", source="stdout", decimals=decimals,
+                        resolution=resolution(printed))
+    return field, value
+
+
+def _accepts(field: AnswerField, value: float, answer: float) -> bool:
+    import importlib.util
+    from pathlib import Path
+
+    import trailforge.envs
+    from trailforge.config.schema import VerifierConfig
+    from trailforge.envs.verify import calibrate, expected_document
+    from tests.unit.envs.test_envs_verify import make_task
+
+    path = Path(trailforge.envs.__file__).parent / "templates" / "eval.py"
+    spec = importlib.util.spec_from_file_location("tf_eval_for_statement_tests", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    task = make_task(schema=[field], reference={"rate": value})
+    return module.grade({"rate": answer}, expected_document(task, calibrate(task, {}, VerifierConfig())))["passed"]
+
+
+def test_scientific_notation_is_described_in_significant_digits_and_graded_so():
+    field, value = _printed_field("2.814e-03")
+    line = field_line(field, value)
+    assert "4 significant digits" in line and "decimal places" not in line
+    assert _accepts(field, value, 0.002814)
+    assert _accepts(field, value, 0.0028144)  # unrounded: the printed value is its rounding
+    assert not _accepts(field, value, 0.002914)
+
+
+def test_a_value_printed_2_8144e_03_has_5_significant_digits_not_4_decimal_places():
+    field, value = _printed_field("2.8144e-03")
+    line = field_line(field, value)
+    assert "5 significant digits" in line and "4 decimal places" not in line
+    assert _accepts(field, value, 0.0028144) and _accepts(field, value, 0.00281444)
+    assert not _accepts(field, value, 0.0028), "4 decimal places is not what the statement asks for"
+    assert not _accepts(field, value, 0.002914)
+
+
+def test_rounding_words_for_other_printed_forms():
+    from trailforge.envs.statement import rounding
+
+    assert rounding(*_printed_field("0.4312")) == (4, "decimal places")
+    assert rounding(*_printed_field("2.8144e+00")) == (4, "decimal places")  # the same as 2.8144
+    assert rounding(*_printed_field("1.5e+03")) == (2, "significant digits")
+    assert rounding(*_printed_field("3e-03")) == (1, "significant digits")
+    assert rounding(*_printed_field("42")) is None
+    assert "decimal" not in field_line(*_printed_field("12"))
+
+
+def test_statement_rewrite_must_keep_significant_digits():
+    from trailforge.envs.rewrite import check_rewrite
+    from tests.unit.envs.test_envs_verify import make_task
+
+    field, value = _printed_field("2.8144e-03")
+    report = "## What to report\n" + field_line(field, value)
+    task = make_task(schema=[field], reference={"rate": value}, statement=report)
+    keeps = "Write answer.json with `rate` (the original analysis reports 5 significant digits) from the data."
+    assert check_rewrite(task, keeps) is None
+    drops = "Write answer.json with `rate` (the original analysis reports 4 decimal places) from the data now."
+    assert check_rewrite(task, drops)[0] == "rewrite_drops_rounding"

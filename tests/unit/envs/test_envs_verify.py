@@ -362,3 +362,107 @@ def test_a_number_the_agent_cannot_know_makes_the_task_underspecified():
     # Where the agent is given the program (Completion, Correction), it can read the numbers there.
     given = make_task(program=program).model_copy(update={"workspace_program": program, "task_type": "correction"})
     assert unstated_numbers(given, workspace) == []
+
+
+# ---------------------------------------------------------------- fair evals: per-element tolerances, controls
+
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+from trailforge.envs.answers import parse_table, resolution  # noqa: E402
+from trailforge.envs.verify import allowed_answers, answer_bytes, element_spreads  # noqa: E402
+
+EVAL = Path(trailforge.envs.__file__).parent / "templates" / "eval.py"
+
+
+def _eval_exit(tmp_path, expected, raw: bytes) -> int:
+    (tmp_path / "answer.json").write_bytes(raw)
+    (tmp_path / "expected.json").write_text(json.dumps(expected), encoding="utf-8")
+    return subprocess.run([sys.executable, str(EVAL), str(tmp_path / "answer.json"), str(tmp_path / "expected.json")],
+                          capture_output=True, timeout=60).returncode
+
+
+JACCARD = [0.3, 0.4567, 0.1234]  # as json.dump writes them: 0.3 has one decimal, the others four
+JACCARD_FIELD = AnswerField(name="jaccard", type="number_list", label="jaccard in out/sim.json",
+                            source="file:out/sim.json", resolution=max(resolution(repr(v)) for v in JACCARD))
+
+
+def test_list_element_off_by_10_percent_is_a_negative_control_the_eval_rejects():
+    task = make_task(schema=[JACCARD_FIELD], reference={"jaccard": list(JACCARD)})
+    tol = calibrate(task, {"jaccard": 0.0}, VerifierConfig(), element_spreads(task, [task.reference_answer]))
+    assert tol["jaccard"]["atol"] == pytest.approx(0.0505), "the field's own tolerance is unchanged"
+    assert tol["jaccard"]["atols"] == pytest.approx([0.0505, 5.05e-5, 5.05e-5])
+    wrong = wrong_answers(task, tol)["list_value_off_10pct"]["jaccard"]
+    assert sum(w != v for w, v in zip(wrong, JACCARD)) == 1
+    changed = next(i for i, (w, v) in enumerate(zip(wrong, JACCARD)) if w != v)
+    assert wrong[changed] == pytest.approx(JACCARD[changed] * 1.1) and changed != 0, "a well-resolved element"
+    expected = expected_document(task, tol)
+    grade = _grader()
+    assert not grade({"jaccard": wrong}, expected)["passed"]
+    assert not grade({"jaccard": [JACCARD[0], JACCARD[1] * 1.1, JACCARD[2]]}, expected)["passed"]
+    assert grade({"jaccard": [0.33, 0.45674, 0.12344]}, expected)["passed"], "each element within its own precision"
+
+
+def test_each_element_gets_its_own_spread():
+    task = make_task(schema=[JACCARD_FIELD], reference={"jaccard": list(JACCARD)})
+    noisy = {"jaccard": [0.3, 0.4567 * (1 + 1e-3), 0.1234]}
+    spreads = check_reproducible(task, [task.reference_answer, noisy], 0.05)
+    tol = calibrate(task, spreads, VerifierConfig(rtol=1e-6, spread_factor=10.0),
+                    element_spreads(task, [task.reference_answer, noisy]))
+    assert tol["jaccard"]["rtol"] == pytest.approx(1e-2)
+    assert tol["jaccard"]["rtols"] == pytest.approx([1e-6, 1e-2, 1e-6])
+
+
+def test_table_cells_take_their_own_printed_precision_from_the_file():
+    text = "site,mean,rate\nA,0.5,2.8144e-03\nB,1.2345,1.5e+03\n"
+    table, coarsest = parse_table(text, ",", 50)
+    field = AnswerField(name="summary", type="table", label="table written to summary.csv",
+                        source="file:summary.csv", resolution=coarsest)
+    task = make_task(schema=[field], reference={"summary": table})
+    tol = calibrate(task, {}, VerifierConfig(), printed={"summary": text})
+    assert tol["summary"]["atol"] == pytest.approx(50 * 1.01), "the coarsest cell, for an old eval"
+    atols = tol["summary"]["atols"]
+    assert [row[0] for row in atols] == [None, None], "text cells"
+    assert [c for row in atols for c in row[1:]] == pytest.approx([0.0505, 5.05e-8, 5.05e-5, 50.5])
+    # without the file: the shortest form of each cell, never coarser than the coarsest one
+    fallback = calibrate(task, {}, VerifierConfig())
+    assert fallback["summary"]["atols"][0][1] == pytest.approx(0.0505)
+    wrong = wrong_answers(task, tol)
+    assert "table_cell_off_10pct" in wrong
+    grade = _grader()
+    expected = expected_document(task, tol)
+    assert not grade(wrong["table_cell_off_10pct"], expected)["passed"]
+    one_cell_off = copy.deepcopy(table)
+    one_cell_off["rows"][1][1] *= 1.01  # 1% off in a cell printed with four decimals
+    assert not grade({"summary": one_cell_off}, expected)["passed"]
+    assert grade({"summary": {**table, "rows": [["A", 0.54, 0.00281444], ["B", 1.23454, 1549.0]]}}, expected)["passed"]
+
+
+def test_answers_the_statement_allows_are_accepted_by_the_eval_file_for_file(tmp_path):
+    schema = [
+        AnswerField(name="rate", type="number", label="Rate", unit="1/s", source="stdout", decimals=4,
+                    resolution=resolution("2.8144e-03")),
+        AnswerField(name="count", type="integer", label="Count", source="stdout", decimals=0),
+        AnswerField(name="total", type="number", label="Total", source="stdout", decimals=1, resolution=0.05),
+        JACCARD_FIELD.model_copy(update={"name": "sizes", "resolution": None}),
+        SCHEMA[3],
+    ]
+    reference = {"rate": 0.0028144, "count": 3, "total": 12.0, "sizes": [1.0, 2.0, 5.0], "summary": TABLE}
+    task = make_task(schema=schema, reference=reference)
+    tol = calibrate(task, {}, VerifierConfig(), element_spreads(task, [reference]))
+    allowed = allowed_answers(task, tol)
+    assert {"rounded_as_stated", "unrounded_within_printed_precision", "integers_as_floats",
+            "whole_numbers_as_integers", "lists_as_floats", "key_order_reversed"} <= set(allowed)
+    assert allowed["integers_as_floats"]["count"] == 3.0 and isinstance(allowed["integers_as_floats"]["count"], float)
+    as_ints = allowed["whole_numbers_as_integers"]
+    assert as_ints["total"] == 12 and as_ints["sizes"] == [1, 2, 5]
+    assert list(allowed["key_order_reversed"]) == list(reversed(list(reference)))
+    assert allowed["key_order_reversed"]["summary"]["columns"] == ["mean", "site"]
+    expected = expected_document(task, tol)
+    for name, answer in allowed.items():
+        raw = answer_bytes(answer, keep_order=True)
+        assert _eval_exit(tmp_path, expected, raw) == 0, (name, raw)
+    assert answer_bytes(allowed["key_order_reversed"], keep_order=True).startswith(b'{"summary"')
+    for name, answer in wrong_answers(task, tol).items():
+        assert _eval_exit(tmp_path, expected, answer_bytes(answer)) == 1, name

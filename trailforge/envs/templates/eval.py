@@ -3,7 +3,10 @@
 Usage: python eval.py ANSWER_JSON EXPECTED_JSON
 
 ANSWER_JSON is the agent's answer: a JSON object mapping field names to values.
-EXPECTED_JSON holds the fields, their types, expected values and tolerances.
+EXPECTED_JSON holds the fields, their types, expected values and tolerances. A number list
+or table field may carry ``rtols``/``atols``: one tolerance per element (a list), or per cell
+(a list of rows, ``null`` for a text cell), which then replace the field's single
+``rtol``/``atol`` element by element; documents without them grade as before.
 Prints a JSON report; exits 0 when every field matches, 1 when any field is wrong,
 2 when the answer cannot be read. Standard library only, so it runs anywhere.
 """
@@ -31,10 +34,27 @@ def _cell_match(got, want, rtol, atol):
     return str(got).strip() == str(want).strip()
 
 
-def _rows_match(got_rows, want_rows, rtol, atol):
+def _per_element(spec, key, shape):
+    """The tolerance ``key`` of each element (number list) or cell (table rows), in the layout of ``shape``."""
+    default = spec.get(key[:-1], 0.0)
+    given = spec.get(key)
+    if not isinstance(given, list) or len(given) != len(shape):
+        given = None
+    if shape and isinstance(shape[0], list):  # table rows
+        rows = []
+        for index, row in enumerate(shape):
+            own = given[index] if given is not None else None
+            if not isinstance(own, list) or len(own) != len(row):
+                own = [None] * len(row)
+            rows.append([default if t is None else t for t in own])
+        return rows
+    return [default if given is None or given[i] is None else given[i] for i in range(len(shape))]
+
+
+def _rows_match(got_rows, want_rows, rtols, atols):
     return len(got_rows) == len(want_rows) and all(
-        len(g) == len(w) and all(_cell_match(a, b, rtol, atol) for a, b in zip(g, w))
-        for g, w in zip(got_rows, want_rows)
+        len(g) == len(w) and all(_cell_match(a, b, r, t) for a, b, r, t in zip(g, w, rt, at))
+        for g, w, rt, at in zip(got_rows, want_rows, rtols, atols)
     )
 
 
@@ -44,7 +64,7 @@ def _row_key(row):
 
 def check_field(spec, got):
     kind, want = spec["type"], spec["value"]
-    rtol, atol = spec.get("rtol", 0.0), spec.get("atol", 0.0)
+    rtol, atol = spec.get("rtol", 0.0), spec.get("atol", 0.0)  # one tolerance for a whole scalar field
     if kind == "number":
         return _close(got, want, rtol, atol)
     if kind == "integer":
@@ -54,8 +74,9 @@ def check_field(spec, got):
     if kind == "string":
         return isinstance(got, str) and got.strip() == want.strip()
     if kind == "number_list":
+        rtols, atols = _per_element(spec, "rtols", want), _per_element(spec, "atols", want)
         return isinstance(got, list) and len(got) == len(want) and all(
-            _close(g, w, rtol, atol) for g, w in zip(got, want)
+            _close(g, w, r, t) for g, w, r, t in zip(got, want, rtols, atols)
         )
     if kind == "table":
         if not isinstance(got, dict) or not isinstance(got.get("rows"), list):
@@ -68,9 +89,14 @@ def check_field(spec, got):
             rows = [[row[i] for i in order] for row in got["rows"]]
         except (TypeError, IndexError, KeyError):
             return False
-        if _rows_match(rows, want["rows"], rtol, atol):
+        want_rows = want["rows"]
+        rtols, atols = _per_element(spec, "rtols", want_rows), _per_element(spec, "atols", want_rows)
+        if _rows_match(rows, want_rows, rtols, atols):
             return True
-        return _rows_match(sorted(rows, key=_row_key), sorted(want["rows"], key=_row_key), rtol, atol)
+        # Rows in any order: the expected rows are sorted together with their own tolerances.
+        order = sorted(range(len(want_rows)), key=lambda i: _row_key(want_rows[i]))
+        return _rows_match(sorted(rows, key=_row_key), [want_rows[i] for i in order], [rtols[i] for i in order],
+                           [atols[i] for i in order])
     return False
 
 
