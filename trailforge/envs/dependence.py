@@ -10,7 +10,8 @@ number is scaled by a random factor within ``jitter`` and printed with the same 
 and the same notation; whole numbers of two or more digits are scaled and rounded too (counts move),
 while one-digit integers (flags, categories, indices), zero-padded codes, a header line and numbers
 inside words, dates, times and paths are left alone. Fields that did not move (or a program that
-failed) get further tries (``VARIANTS``): only decimal numbers scaled, then also some rows dropped. ``.npy`` arrays of floats are scaled elementwise. Files in other formats are
+failed) get further tries (``VARIANTS``): only decimal numbers scaled, then some rows dropped, then
+one-digit counts moved by one. ``.npy`` arrays of floats are scaled elementwise. Files in other formats are
 kept as they are; a seed none of whose files can be perturbed cannot be checked, and that is a
 counted reject (``data_not_perturbable``), never a pass.
 """
@@ -26,10 +27,12 @@ _NUMBER = re.compile(r"(?<![\w.:/\\-])(?P<sign>-?)(?P<int>\d+)(?P<frac>\.\d+)?(?
 MAX_TEXT_BYTES = 20_000_000  # larger files are kept as they are (reading them whole would cost too much)
 
 
-def _scaled(match: re.Match, rng: random.Random, jitter: float, integers: bool) -> str:
+def _scaled(match: re.Match, rng: random.Random, jitter: float, integers: bool | str) -> str:
     sign, whole, frac, exp = match.group("sign"), match.group("int"), match.group("frac"), match.group("exp")
     factor = 1.0 + rng.uniform(-jitter, jitter)
     if frac is None and exp is None:
+        if integers == "all" and len(whole) == 1:
+            return f"{sign}{max(int(whole) + rng.choice((-1, 1)), 0)}"  # small counts move by one
         if not integers or len(whole) < 2 or whole.startswith("0"):
             return match.group(0)  # a flag, category or index; a zero-padded code
         value = round(int(whole) * factor)
@@ -43,7 +46,7 @@ def _scaled(match: re.Match, rng: random.Random, jitter: float, integers: bool) 
     return f"{sign}{text}"
 
 
-def perturb_text(text: str, rng: random.Random, jitter: float, integers: bool = True) -> str:
+def perturb_text(text: str, rng: random.Random, jitter: float, integers: bool | str = True) -> str:
     """``text`` with its free-standing numbers scaled, formats kept. A first line with letters is a header
     (column names such as ``2019`` are names, not values) and is kept."""
     head, newline, body = text.partition("\n")
@@ -71,11 +74,11 @@ def _perturb_npy(data: bytes, rng: random.Random, jitter: float) -> bytes | None
 
 def drop_rows(text: str, rng: random.Random, fraction: float) -> str:
     """``text`` without a random ``fraction`` of its data lines (at least one, order kept); the header,
-    comment lines and files of fewer than five data lines are kept whole."""
+    comment lines and files of fewer than three data lines are kept whole."""
     lines = text.splitlines(keepends=True)
     start = 1 if lines and re.search(r"[A-Za-z]", lines[0]) else 0
     rows = [i for i in range(start, len(lines)) if lines[i].strip() and not lines[i].lstrip().startswith("#")]
-    if len(rows) < 5:
+    if len(rows) < 3:
         return text
     dropped = set(rng.sample(rows, max(1, int(len(rows) * fraction))))
     return "".join(line for i, line in enumerate(lines) if i not in dropped)
@@ -83,18 +86,19 @@ def drop_rows(text: str, rng: random.Random, fraction: float) -> str:
 
 # The perturbations tried, in order, until every field has moved: numbers scaled; only decimal numbers
 # scaled (whole numbers are often identifiers, years or keys the program joins on); rows dropped
-# (moves counts, rankings and choices that scaling leaves in place).
+# (moves counts, rankings and choices that scaling leaves in place); last, one-digit counts moved by one.
 VARIANTS = (
     {"name": "scaled", "integers": True, "drop": 0.0},
     {"name": "scaled_decimals", "integers": False, "drop": 0.0},
     {"name": "rows_dropped", "integers": False, "drop": 0.15},
+    {"name": "small_counts", "integers": "all", "drop": 0.0},
 )
 
 
-def perturb_files(data: dict[str, bytes], seed: int, jitter: float = 0.1, integers: bool = True,
+def perturb_files(data: dict[str, bytes], seed: int, jitter: float = 0.1, integers: bool | str = True,
                   drop: float = 0.0) -> tuple[dict[str, bytes], list[str]]:
     """Perturbed copies of ``data`` (same paths) and the paths whose content changed. ``integers=False``
-    leaves whole numbers alone; ``drop`` also removes that fraction of each text file's data rows."""
+    leaves whole numbers alone and ``"all"`` moves one-digit ones too; ``drop`` also removes that fraction of each text file's data rows."""
     rng = random.Random(seed)
     out, changed = {}, []
     for path in sorted(data):

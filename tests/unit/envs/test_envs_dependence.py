@@ -60,6 +60,14 @@ def test_dropping_rows_keeps_header_comments_and_order():
     assert drop_rows("a\n1\n2\n", random.Random(0), 0.5) == "a\n1\n2\n"  # too few rows to drop any
 
 
+def test_small_counts_move_only_when_asked():
+    text = "species,count\na,5\nb,3\nc,4\n"
+    assert perturb_text(text, random.Random(0), 0.1) == text
+    moved = perturb_text(text, random.Random(0), 0.1, integers="all").splitlines()[1:]
+    assert all(abs(int(new.split(",")[1]) - int(old.split(",")[1])) == 1
+               for new, old in zip(moved, text.splitlines()[1:]))
+
+
 def test_npy_arrays_of_floats_are_scaled_and_binary_files_kept():
     buffer = io.BytesIO()
     np.save(buffer, np.linspace(1, 2, 10))

@@ -11,7 +11,8 @@ from trailforge.io import StageRecorder
 from trailforge.release.export import write_environment
 from trailforge.release.recheck import recheck_environment
 from trailforge.sandbox import LocalSandbox
-from tests.unit.envs.test_envs_verify import DATA, make_task
+from trailforge.envs.statement import parameters
+from tests.unit.envs.test_envs_verify import DATA, STATEMENT, make_task
 
 PROGRAM = (
     "import json, os\n"
@@ -31,7 +32,9 @@ def test_positive_controls_are_verified_exported_and_rechecked(tmp_path):
     (tmp_path / "tree" / "data").mkdir(parents=True)
     (tmp_path / "tree" / "data" / "temps.csv").write_bytes(DATA)
     schema, reference, _ = extract_answer(STDOUT, FILES)
-    task = make_task(schema=schema, reference=reference, program={"analysis.py": PROGRAM})
+    # The program's numbers are stated (as a real statement lists them), so the task is not underspecified.
+    given = "\n## Parameters of the original analysis\n" + "".join(f"- `{p}`\n" for p in parameters(PROGRAM))
+    task = make_task(schema=schema, reference=reference, program={"analysis.py": PROGRAM}, statement=STATEMENT + given)
     task = task.model_copy(update={"tree": str(tmp_path / "tree")})
     sandbox, recorder = LocalSandbox(timeout_s=30), StageRecorder("verify")
     row = verify_task(task, VerifierConfig(), sandbox, ContentCache(tmp_path / "cache"), recorder, 24, 50)
