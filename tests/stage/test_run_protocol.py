@@ -26,7 +26,7 @@ from conftest import make_repo, run_stage, write_params
 from trailforge.config.schema import RepoEntry
 from trailforge.envs.deps import era_date
 from trailforge.envs.discover import repo_id_for
-from trailforge.io import SeedRow, read_rejects, read_rows
+from trailforge.io import SeedRow, VerifiedTaskRow, read_rejects, read_rows
 
 REPOS = {
     # Opens "data.csv", which sits beside the script, not at the root.
@@ -249,3 +249,45 @@ def test_a_script_needing_numpy_before_1_24_runs_with_the_releases_of_its_commit
     assert seed.environment_attempts[1]["as_of"] == era_date("2022-06-01", platform.python_version())
     assert seed.distributions == ["numpy==1.23.5"], "what ran is pinned, so later stages rebuild exactly it"
     assert seed.sandbox_spec["packages"] == {"numpy": "1.23.5"}
+
+
+WRITES_INTO_FOLDERS = '''import csv
+import os
+
+rows = list(csv.DictReader(open("../data/levels.csv")))
+levels = [float(r["level"]) for r in rows]
+with open("../exported_data/summary.csv", "w") as fh:
+    fh.write("stat,value\\n")
+    fh.write(f"mean,{sum(levels) / len(levels):.4f}\\n")
+    fh.write(f"max,{max(levels):.4f}\\n")
+with open("../figs/notes.txt", "w") as fh:
+    fh.write("done\\n")
+print(f"Mean level: {sum(levels) / len(levels):.4f}")
+print(f"Level range: {max(levels) - min(levels):.4f}")
+'''
+
+
+def test_folders_the_program_writes_into_exist_in_every_later_run(tmp_path):
+    """The repository's exported_data/ and figs/ hold no data, so a task's workspace would lack them and the
+    traced run failed (trace_failed) on real code; the seed records them and every run recreates them."""
+    project = tmp_path / "project"
+    project.mkdir()
+    levels = "day,level\n" + "".join(f"{d},{3.2 + (d * 7 % 5) * 0.31:.2f}\n" for d in range(1, 16))
+    repo = make_repo(tmp_path / "repos" / "lake-levels", {
+        "README.md": "Lake water level time series; hydrology.\n",
+        "scripts/levels.py": WRITES_INTO_FOLDERS, "data/levels.csv": levels,
+        "exported_data/README.md": "Outputs land here.\n", "figs/README.md": "Figures land here.\n",
+    })
+    write_params(project, [str(repo)], ["tasks.types=[reproduction,subflow]"])
+    for stage, args in [("discover", ()), ("snapshot", ("--repos", "out/discover")),
+                        ("seeds", ("--snapshots", "out/snapshot")), ("workflows", ("--seeds", "out/seeds")),
+                        ("tasks", ("--seeds", "out/seeds", "--workflows", "out/workflows")),
+                        ("verify", ("--tasks", "out/tasks"))]:
+        run_stage(project, stage, *args, "--out", f"out/{stage}")
+    seed = read_rows(project / "out/seeds/data", SeedRow)[0]
+    assert seed.output_folders == ["exported_data", "figs"]
+    assert not [r for r in read_rejects(project / "out/workflows/rejects.parquet")], "the traced run has its folders"
+    verified = read_rows(project / "out/verify/data", VerifiedTaskRow)
+    reproduction = next(t for t in verified if t.task_type == "reproduction")
+    assert reproduction.output_folders == ["exported_data", "figs"]
+    assert "summary" in {f.name for f in reproduction.answer_schema}

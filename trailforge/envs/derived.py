@@ -81,7 +81,7 @@ class SeedContext:
 
     def run(self, sources: dict[str, str], entry: str | None = None, salt: str = ""):
         files = {**self.data, **{p: t.encode("utf-8") for p, t in sources.items()}}
-        protocol = RunProtocol(self.seed.cwd, tuple(self.seed.args))
+        protocol = RunProtocol.of(seed)
         request = recorded_request(protocol, entry or self.seed.script, files, self.sandbox.timeout_s)
         result, hit = run_cached(self.cache, self.sandbox, self.env, request, salt=salt)
         self.recorder.count("variant_runs_cached" if hit else "variant_runs_executed")
@@ -96,7 +96,7 @@ class SeedContext:
             seed_id=self.seed.seed_id, repo_id=self.seed.repo_id, discipline=self.seed.discipline,
             entrypoint=self.seed.script, workspace_files=self.seed.data_files, tree=self.seed.tree,
             distributions=self.seed.distributions, sandbox_spec=self.seed.sandbox_spec,
-            cwd=self.seed.cwd, args=list(self.seed.args),
+            cwd=self.seed.cwd, args=list(self.seed.args), output_folders=list(self.seed.output_folders),
             **{**fields, "statement": fields["statement"] + run_note(self.seed.script, self.seed.cwd, self.seed.args)},
         )
 

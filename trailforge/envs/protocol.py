@@ -39,6 +39,12 @@ class RunProtocol:
     cwd: str = "."
     args: tuple[str, ...] = ()
     why: str = "default"
+    folders: tuple[str, ...] = ()  # empty folders the program writes into, created before it starts
+
+    @classmethod
+    def of(cls, row) -> "RunProtocol":
+        """The start a seed or task row records (``cwd``, ``args``, ``output_folders``)."""
+        return cls(row.cwd, tuple(row.args), folders=tuple(getattr(row, "output_folders", ()) or ()))
 
     def command(self, script: str, runner: tuple[str, ...] = ()) -> tuple[str, ...]:
         """The command line, with ``script`` (and a runner file at the root, if any) relative to ``cwd``."""
@@ -54,7 +60,7 @@ def recorded_request(protocol: RunProtocol, script: str, files: dict[str, bytes]
     same in the seed run, the reference runs, the variants and a release's re-check."""
     runner = (PLOT_SCRIPT,) if trace is None else (TRACE_SCRIPT, *trace)
     return RunRequest(protocol.command(script, runner), {**files, **runner_files(trace is not None)},
-                      timeout_s=timeout_s, cwd=protocol.cwd)
+                      timeout_s=timeout_s, cwd=protocol.cwd, folders=protocol.folders)
 
 
 @dataclass

@@ -96,7 +96,7 @@ def consolidate_seed(seed: SeedRow, llm: LLMClient, sandbox, cache, recorder: St
     files = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
     files[seed.script] = reply.script.encode("utf-8")
     env = sandbox.prepare(seed.distributions)
-    protocol = RunProtocol(seed.cwd, tuple(seed.args))
+    protocol = RunProtocol.of(seed)
     result, _ = run_cached(cache, sandbox, env, recorded_request(protocol, seed.script, files, sandbox.timeout_s))
     original_texts = {w.path: w.text for w in seed.files_written}
     schema, reference, _ = extract_answer(seed.stdout, original_texts, max_fields, max_rows, plots=seed.plots)

@@ -15,7 +15,7 @@ import platform
 import re
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from ..cache import ContentCache
 from ..io import SeedRow, SnapshotRow, StageRecorder, WrittenFile
@@ -355,7 +355,19 @@ def _seed_from_run(candidate: SeedCandidate, protocol: RunProtocol, result, env)
         sandbox_spec=env.spec,
         cwd=protocol.cwd,
         args=list(protocol.args),
+        output_folders=output_folders(Path(snap.tree), [w.path for w in written]),
     ), ()
+
+
+def output_folders(tree: Path, written: list[str]) -> list[str]:
+    """The repository's folders the program wrote into (``figs/`` for ``figs/fit.png``): a later run on the
+    seed's files alone lacks them. Only folders the tree has: one the program made, it makes again."""
+    folders = set()
+    for path in written:
+        for parent in PurePosixPath(path).parents:
+            if parent.as_posix() != "." and (tree / parent).is_dir():
+                folders.add(parent.as_posix())
+    return sorted(folders)
 
 
 def _read_trace(data: bytes | None) -> dict:

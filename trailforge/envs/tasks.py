@@ -76,6 +76,7 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
         reference_answer=answer,
         entrypoint=seed.script,
         cwd=seed.cwd,
+        output_folders=list(seed.output_folders),
         args=list(seed.args),
         reference_program=program,
         workspace_files=seed.data_files,
@@ -124,7 +125,7 @@ def still_fields(seed: SeedRow, program: dict[str, str], schema, answer, rng_see
         data, changed = perturbed_data(seed, rng_seed, jitter, variant)
         if not changed:
             continue
-        request = recorded_request(RunProtocol(seed.cwd, tuple(seed.args)), seed.script,
+        request = recorded_request(RunProtocol.of(seed), seed.script,
                                    {**data, **{p: t.encode("utf-8") for p, t in program.items()}}, sandbox.timeout_s)
         result, hit = run_cached(cache, sandbox, env, request, salt=f"perturbed-data-{variant['name']}")
         recorder.count("perturbed_runs_cached" if hit else "perturbed_runs_executed")

@@ -66,7 +66,7 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
     printed: dict[str, str] = {}  # output files of the first run: the printed form of table cells
 
     def reference_run(index: int) -> None:
-        request = recorded_request(RunProtocol(task.cwd, tuple(task.args)), task.entrypoint, {**workspace, **program},
+        request = recorded_request(RunProtocol.of(task), task.entrypoint, {**workspace, **program},
                                    sandbox.timeout_s)
         result, hit = run_cached(cache, sandbox, env, request, salt=f"reference-run-{index}")
         recorder.count("reference_runs_cached" if hit else "reference_runs_executed")
@@ -120,7 +120,7 @@ def check_negative_program(task, control, workspace, expected, cfg, sandbox, env
                            max_table_rows) -> str:
     """Run a defective or incomplete program; the eval must reject whatever it produces."""
     files = {**workspace, **{p: t.encode("utf-8") for p, t in control["files"].items()}}
-    request = recorded_request(RunProtocol(task.cwd, tuple(task.args)), control["entrypoint"], files, sandbox.timeout_s)
+    request = recorded_request(RunProtocol.of(task), control["entrypoint"], files, sandbox.timeout_s)
     result, hit = run_cached(cache, sandbox, env, request, salt="negative-control")
     recorder.count("negative_runs_cached" if hit else "negative_runs_executed")
     answer = run_answer(task, result, max_fields, max_table_rows)

@@ -524,7 +524,7 @@ def trace_seed(seed, sandbox, cache, recorder, min_upstream_ops: int, max_rows: 
     files = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
     files.update({path: text.encode("utf-8") for path, text in sources.items()})
     files[PLAN_FILE] = json.dumps(trace_plan(program), sort_keys=True).encode("utf-8")
-    protocol = RunProtocol(seed.cwd, tuple(seed.args))
+    protocol = RunProtocol.of(seed)
     request = recorded_request(protocol, seed.script, files, sandbox.timeout_s * 3, trace=("--values",))
     result, hit = run_cached(cache, sandbox, env, request)
     recorder.count("traced_runs_cached" if hit else "traced_runs_executed")

@@ -78,6 +78,8 @@ class SeedRow(_Row):
     # repository root, and its command-line arguments.
     cwd: str = "."
     args: list[str] = Field(default_factory=list)
+    # Folders of the repository the program wrote into: every later run gets them, empty.
+    output_folders: list[str] = Field(default_factory=list)
     # Every environment the seeds stage tried, in order (rung, distributions, as_of, outcome); the last ran.
     environment_attempts: list[dict[str, Any]] = Field(default_factory=list)
 
@@ -124,6 +126,7 @@ class TaskRow(_Row):
     # Working folder (relative to the workspace root) and arguments the entrypoint is started with.
     cwd: str = "."
     args: list[str] = Field(default_factory=list)
+    output_folders: list[str] = Field(default_factory=list)  # created empty before a run (the seed's)
     workspace_files: list[FileEntry]
     tree: str
     distributions: list[str]

@@ -117,6 +117,7 @@ def write_environment(task: VerifiedTaskRow, root: Path) -> Path:
         # Only where the program is not started from the workspace root without arguments, so the
         # metadata of every other environment stays as it was.
         **({"cwd": task.cwd, "args": list(task.args)} if task.cwd != "." or task.args else {}),
+        **({"output_folders": list(task.output_folders)} if task.output_folders else {}),
         "answer_schema": [f.model_dump() for f in task.answer_schema],
         "answer_from": task.answer_from,
         "distributions": task.distributions,
@@ -131,11 +132,13 @@ _TOOLING = {"pip", "setuptools", "wheel", "distribute"}
 
 def run_reference(task: VerifiedTaskRow) -> str:
     """The shell line that runs the reference program on the workspace, from the folder it expects."""
+    folders = shlex.join(["mkdir", "-p", *(f"workspace/{f}" for f in task.output_folders)]) + " && " \
+        if task.output_folders else ""  # the folders the program writes into, which the data do not bring
     if task.cwd in ("", ".") and not task.args:
-        return f"cd workspace && python ../solution/{task.entrypoint}"  # as every release before cwd/args
+        return f"{folders}cd workspace && python ../solution/{task.entrypoint}"  # as every release before cwd/args
     depth = "/".join([".."] * (len(Path(task.cwd).parts) + 1))
     folder = f"workspace/{task.cwd}" if task.cwd not in ("", ".") else "workspace"
-    return shlex.join(["cd", folder]) + " && " + shlex.join(["python", f"{depth}/solution/{task.entrypoint}",
+    return folders + shlex.join(["cd", folder]) + " && " + shlex.join(["python", f"{depth}/solution/{task.entrypoint}",
                                                               *task.args])
 
 

@@ -48,7 +48,8 @@ def recheck_environment(folder: Path, sandbox: Sandbox, max_fields: int, max_row
     workspace = _files_under(folder / "workspace")
 
     def run_program(files: dict[str, bytes], entrypoint: str) -> dict:
-        protocol = RunProtocol(meta.get("cwd", "."), tuple(meta.get("args", [])))
+        protocol = RunProtocol(meta.get("cwd", "."), tuple(meta.get("args", [])),
+                               folders=tuple(meta.get("output_folders", [])))
         result = sandbox.run(env, recorded_request(protocol, entrypoint, {**workspace, **files}, sandbox.timeout_s))
         return answer_from_run(result, answer_from, max_fields, max_rows)[1]
 

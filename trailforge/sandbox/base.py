@@ -54,6 +54,9 @@ class RunRequest:
     # Working folder of the command, relative to the scratch folder (a folder of ``files``): real
     # scripts open their data relative to where they expect to be started.
     cwd: str = "."
+    # Empty folders to create before the run: those of the repository the program writes into (a
+    # task's workspace holds only data and program files, and ``open("figs/a.png", "w")`` needs ``figs/``).
+    folders: tuple[str, ...] = ()
 
 
 @dataclass

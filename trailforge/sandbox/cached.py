@@ -37,6 +37,8 @@ def run_cached(
     }
     if request.cwd != ".":  # only then, so every run started from the scratch root keeps its key
         inputs["cwd"] = request.cwd
+    if request.folders:  # likewise: a run that needs no folder keeps its key
+        inputs["folders"] = sorted(request.folders)
 
     def execute() -> dict:
         result = sandbox.run(env, request)

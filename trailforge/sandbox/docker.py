@@ -233,6 +233,7 @@ class DockerSandbox:
         bad = [p for p in request.files if not _safe_relative(p)]
         if request.cwd != "." and not _safe_relative(request.cwd):
             bad.append(request.cwd)
+        bad += [folder for folder in request.folders if not _safe_relative(folder)]
         if bad:
             return _failed(BAD_REQUEST, f"refusing file paths outside the scratch directory: {bad[:3]}")
         scratch = Path(tempfile.mkdtemp(prefix="tf-dkr-"))
@@ -241,6 +242,8 @@ class DockerSandbox:
                 target = scratch / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
+            for rel in request.folders:
+                (scratch / rel).mkdir(parents=True, exist_ok=True)
             if os.geteuid() == 0:
                 _hand_over(scratch, request.files)
             else:

@@ -154,8 +154,10 @@ def write_frames(stream, header: dict, files: dict[str, bytes]) -> None:
     stream.flush()
 
 
-def _place_inputs(scratch: str, inputs: dict[str, bytes], uid: int | None) -> None:
+def _place_inputs(scratch: str, inputs: dict[str, bytes], uid: int | None, folders=()) -> None:
     os.makedirs(os.path.join(scratch, ".tmp"), exist_ok=True)
+    for rel in folders:  # checked by the caller: relative, inside the scratch folder
+        os.makedirs(os.path.join(scratch, rel), exist_ok=True)
     for rel, data in inputs.items():
         path = os.path.join(scratch, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -236,7 +238,7 @@ def main(config_fd: int) -> int:
     _no_dumping()
     result = os.fdopen(config["result_fd"], "wb")
     scratch, uid = config["scratch"], config.get("uid")
-    _place_inputs(scratch, inputs, uid)
+    _place_inputs(scratch, inputs, uid, config.get("folders", ()))
     result.write(MAGIC)
     result.flush()
     command = list(config["command"])

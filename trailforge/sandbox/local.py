@@ -511,11 +511,14 @@ class LocalSandbox:
         timeout = min(request.timeout_s, self.max_timeout_s)
         if not _safe_relative(request.cwd) and request.cwd != ".":
             return _failed(BAD_REQUEST, f"refusing a working folder outside the scratch directory: {request.cwd!r}")
+        if not all(_safe_relative(folder) for folder in request.folders):
+            return _failed(BAD_REQUEST, f"refusing folders outside the scratch directory: {list(request.folders)[:3]}")
         if self.isolation == "bwrap":
             uid = RUN_UID_BASE + secrets.randbelow(RUN_UID_SPAN) if os.geteuid() == 0 else None
             return self._sandboxed(command, request.files, child_env, timeout, interpreter, network=not self.isolate_network,
-                                   uid=uid, cwd=request.cwd)
-        return self._plain(command, request.files, child_env, timeout, interpreter, cwd=request.cwd)
+                                   uid=uid, cwd=request.cwd, folders=request.folders)
+        return self._plain(command, request.files, child_env, timeout, interpreter, cwd=request.cwd,
+                           folders=request.folders)
 
     def _limits(self, timeout: float) -> dict[str, int]:
         mem = self.memory_mb * 1024 * 1024
@@ -525,7 +528,7 @@ class LocalSandbox:
     def _sandboxed(self, command: list[str], files: dict[str, bytes], env: dict[str, str], timeout_s: float,
                    interpreter: str, network: bool, uid: int | None, writable: list[str] = (),
                    readable: list[str] = (), etc: tuple[str, ...] = ETC_FILES,
-                   limits: dict[str, int] | None = None, cwd: str = ".") -> RunResult:
+                   limits: dict[str, int] | None = None, cwd: str = ".", folders=()) -> RunResult:
         """One bubblewrap sandbox around the supervisor, which runs ``command`` in the scratch folder."""
         scratch = SANDBOX_SCRATCH
         keep = sorted(set(_keep_paths(interpreter)) | {p for p in readable if not _visible(p)})
@@ -567,7 +570,8 @@ class LocalSandbox:
                     tempfile.TemporaryFile() as err:
                 config = {"command": command, "timeout_s": timeout_s, "uid": uid, "setpriv": shutil.which("setpriv"),
                           "limits": limits or self._limits(timeout_s), "caps": self.caps, "scratch": scratch,
-                          "result_fd": result_file.fileno(), "kill": "namespace", "cwd": cwd}
+                          "result_fd": result_file.fileno(), "kill": "namespace", "cwd": cwd,
+                          "folders": list(folders)}
                 buffer = _FrameBuffer()
                 inside.write_frames(buffer, config, files)
                 config_fd = _data_fd(buffer.getvalue())
@@ -659,7 +663,7 @@ class LocalSandbox:
         return NONZERO_EXIT
 
     def _plain(self, command: list[str], files: dict[str, bytes], env: dict[str, str], timeout_s: float,
-               interpreter: str, cwd: str = ".") -> RunResult:
+               interpreter: str, cwd: str = ".", folders=()) -> RunResult:
         """The fallback: the same supervisor as a plain subprocess in a host scratch folder (no isolation)."""
         base = Path(tempfile.gettempdir()) / "trailforge-sandbox"
         base.mkdir(exist_ok=True)
@@ -670,7 +674,8 @@ class LocalSandbox:
                     tempfile.TemporaryFile() as err:
                 config = {"command": command, "timeout_s": timeout_s, "uid": None, "setpriv": None,
                           "limits": self._limits(timeout_s), "caps": self.caps, "scratch": str(scratch),
-                          "result_fd": result_file.fileno(), "kill": "group", "cwd": cwd}
+                          "result_fd": result_file.fileno(), "kill": "group", "cwd": cwd,
+                          "folders": list(folders)}
                 buffer = _FrameBuffer()
                 inside.write_frames(buffer, config, files)
                 config_fd = _data_fd(buffer.getvalue())
