@@ -81,7 +81,7 @@ class SeedContext:
 
     def run(self, sources: dict[str, str], entry: str | None = None, salt: str = ""):
         files = {**self.data, **{p: t.encode("utf-8") for p, t in sources.items()}}
-        protocol = RunProtocol.of(seed)
+        protocol = RunProtocol.of(self.seed)
         request = recorded_request(protocol, entry or self.seed.script, files, self.sandbox.timeout_s)
         result, hit = run_cached(self.cache, self.sandbox, self.env, request, salt=salt)
         self.recorder.count("variant_runs_cached" if hit else "variant_runs_executed")
@@ -461,6 +461,15 @@ def build_completions(ctx: SeedContext) -> list[TaskRow]:
         if result.ok and differences(ctx.schema, ctx.answer, got) == {}:
             ctx.recorder.reject(item, "hole_not_needed", "the program with the hole still gives the reference answer")
             continue
+        # A hole that only feeds an ungraded print crashes when empty but accepts any fill: zeros in place
+        # of the step must change a graded field (or make the program fail).
+        zeroed = {**ctx.sources, hole["path"]: "".join(lines[:hole["line"] - 1]) + _zero_fill(hole)
+                  + "".join(lines[hole["end_line"]:])}
+        result = ctx.run(zeroed)
+        if result.ok and differences(ctx.schema, ctx.answer, ctx.answer_of(result)[1]) == {}:
+            ctx.recorder.reject(item, "hole_not_graded", "filling the hole with zeros leaves every graded field "
+                                "as it is: what it computes is not part of the answer")
+            continue
         statement = completion_statement(ctx.seed.repo_id, ctx.seed.discipline, ctx.seed.script, ctx.data_lines,
                                          hole, ctx.seed.program_files, ctx.schema, ctx.answer)
         construction = dict(hole)
@@ -473,6 +482,15 @@ def build_completions(ctx: SeedContext) -> list[TaskRow]:
             derived_values=_hole_values(hole),
         ))
     return sorted(tasks, key=lambda t: t.task_id)
+
+
+def _zero_fill(hole: dict) -> str:
+    """The hole's stub with its ``raise`` replaced by a wrong but runnable fill: ``return 0``, or every name
+    the removed step defines bound to 0."""
+    head, _, last = hole["stub"].rstrip("\n").rpartition("\n")
+    indent = last[:len(last) - len(last.lstrip())]
+    fill = "return 0" if hole["kind"] == "function" else " = ".join([*hole["defines"], "0"])
+    return (head + "\n" if head else "") + f"{indent}{fill}\n"
 
 
 def _hole_values(hole: dict) -> list[float]:
