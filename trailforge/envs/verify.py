@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import copy
 import csv
+import functools
 import hashlib
+import importlib.util
 import io
 import json
 import math
@@ -124,10 +126,37 @@ def check_negative_program(task, control, workspace, expected, cfg, sandbox, env
     result, hit = run_cached(cache, sandbox, env, request, salt="negative-control")
     recorder.count("negative_runs_cached" if hit else "negative_runs_executed")
     answer = run_answer(task, result, max_fields, max_table_rows)
+    if task.task_type == "correction" and control["name"] == "defective":
+        check_symptoms(task, expected, answer)
     if _run_eval(expected, answer, sandbox, env, cache, cfg.eval_timeout_s, recorder):
         raise Rejected(f"eval_accepts_{control['name']}",
                        f"eval.py accepts the output of the {control['name']} program", control=control["name"])
     return "rejected"  # how the program ended (crash, timeout) is timing-dependent: not recorded in the row
+
+
+@functools.cache
+def _grader():
+    """The exported eval's own field check, loaded from the template (our code): what the statement claims
+    about each field is judged exactly as the agent's answer will be."""
+    spec = importlib.util.spec_from_file_location("trailforge_eval_template", Path(__file__).parent / "templates"
+                                                  / "eval.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_symptoms(task: TaskRow, expected: dict, defective: dict) -> None:
+    """A Correction statement names the wrong fields and calls the rest correct: under the calibrated
+    tolerances, each named field of the defective program's output must fail and each other one pass."""
+    named = set(task.construction.get("changed_fields", []))
+    for spec in expected["fields"]:
+        ok = spec["name"] in defective and bool(_grader().check_field(spec, defective[spec["name"]]))
+        if spec["name"] in named and ok:
+            raise Rejected("symptom_mismatch", f"the statement calls {spec['name']} wrong, but the defective "
+                           "program's value passes the eval")
+        if spec["name"] not in named and not ok:
+            raise Rejected("symptom_mismatch", f"the statement calls {spec['name']} correct, but the defective "
+                           "program's value fails the eval")
 
 
 def check_data_integrity(task: TaskRow) -> dict[str, bytes]:

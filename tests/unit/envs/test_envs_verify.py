@@ -466,3 +466,18 @@ def test_answers_the_statement_allows_are_accepted_by_the_eval_file_for_file(tmp
     assert answer_bytes(allowed["key_order_reversed"], keep_order=True).startswith(b'{"summary"')
     for name, answer in wrong_answers(task, tol).items():
         assert _eval_exit(tmp_path, expected, answer_bytes(answer)) == 1, name
+
+
+def test_correction_symptoms_must_match_the_defective_output_field_by_field():
+    from trailforge.envs.verify import check_symptoms
+
+    expected = {"fields": [{"name": "slope", "type": "number", "value": 2.0, "rtol": 1e-6, "atol": 1e-3},
+                           {"name": "count", "type": "integer", "value": 12, "rtol": 0, "atol": 0}]}
+    task = make_task().model_copy(update={"task_type": "correction", "construction": {"changed_fields": ["slope"]}})
+    check_symptoms(task, expected, {"slope": 2.5, "count": 12})  # the named field is off, the other right
+    with pytest.raises(Rejected) as err:  # "count is already correct", but the defective program miscounts
+        check_symptoms(task, expected, {"slope": 2.5, "count": 13})
+    assert err.value.reason == "symptom_mismatch" and "count" in str(err.value)
+    with pytest.raises(Rejected) as err:  # "slope is wrong", yet it passes within tolerance
+        check_symptoms(task, expected, {"slope": 2.0004, "count": 12})
+    assert err.value.reason == "symptom_mismatch" and "slope" in str(err.value)
