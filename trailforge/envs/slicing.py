@@ -14,6 +14,7 @@ value with the value observed in the traced run of the whole program.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .parsing import UnparseableSource, parse_python
@@ -158,7 +159,8 @@ def slice_program(program: Program, sources: dict[str, str], target: Unit, name:
     body = scope_text((path, MODULE_SCOPE))
     text = _insert_helper(body, program, kept[(path, MODULE_SCOPE)], lines)
     steps = tuple(
-        (tuple(sorted(u.defs)), tuple(sorted(u.uses & _defined(all_units))), tuple(c for c in u.calls if c != "arithmetic"))
+        (_in_written_order(u.defs, text_of(u)), tuple(sorted(u.uses & _defined(all_units))),
+         tuple(c for c in u.calls if c != "arithmetic"))
         for u in sorted(all_units, key=lambda u: u.line)
         if u.kind not in ("Import", "ImportFrom", "FunctionDef", "AsyncFunctionDef") and u.defs
     )
@@ -170,6 +172,14 @@ def slice_program(program: Program, sources: dict[str, str], target: Unit, name:
                                               f"{exc.detail}") from None
     return Slice(text=text, statements=len(all_units), operations=operations, steps=steps,
                  lines=frozenset((u.path, u.line) for u in all_units))
+
+
+def _in_written_order(names, text: str) -> tuple[str, ...]:
+    """``slope, intercept = np.polyfit(...)`` defines ``slope`` then ``intercept``: names as the code writes them."""
+    def first(name: str) -> tuple[int, str]:
+        found = re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text)
+        return (found.start() if found else len(text), name)
+    return tuple(sorted(names, key=first))
 
 
 def _defined(units: list[Unit]) -> set[str]:

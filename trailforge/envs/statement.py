@@ -110,7 +110,8 @@ def describe_data_file(entry: FileEntry, data: bytes) -> str:
 
 
 def _clean(text: str, limit: int = 40) -> str:
-    return re.sub(r"[^\w .%/()+-]", "", str(text))[:limit]
+    # ``|`` and ``^`` are kept: they are part of names (``MDW-01|MDW-02``, ``R^2``) and inert in running text.
+    return re.sub(r"[^\w .%/()+|^-]", "", str(text))[:limit]
 
 
 def operations(source: str) -> list[str]:

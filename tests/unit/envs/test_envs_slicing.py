@@ -149,3 +149,18 @@ def test_backward_walk_stops_needing_a_fully_rebound_name():
     units = program.scopes[("p.py", 0)]
     keep, free = backward(units, 3, set())
     assert keep == {1, 2, 3} and free == set()
+
+
+def test_step_names_follow_the_unpacking_order():
+    from trailforge.envs.slicing import _in_written_order
+
+    assert _in_written_order({"intercept", "slope"}, "slope, intercept = np.polyfit(x, y, 1)\n") == (
+        "slope", "intercept")
+    assert _in_written_order({"b", "a"}, "for b, a in pairs:\n    pass\n") == ("b", "a")
+
+
+def test_statement_keeps_bar_and_caret_in_names():
+    from trailforge.envs.statement import _clean
+
+    assert _clean("MDW-01|MDW-02") == "MDW-01|MDW-02"
+    assert _clean("R^2") == "R^2"
