@@ -38,6 +38,8 @@ _LINE = re.compile(
 )
 # Any line shaped like ``Label: value``, also where the label does not start with a letter.
 _LABELLED = re.compile(r"^\s*(?P<label>[^:=\n]{1,400}?)\s*[:=]\s*(?P<value>\S.{0,80}?)\s*$")
+# A log level or a warning's or exception's class name, as a label: the line is a log line.
+_LOG_LABEL = re.compile(r"(?i)(warning|warn|error|info|debug|critical|traceback|exception|\w+(warning|error))")
 # A number with a point in a label means the line is a sentence carrying results, not a label.
 _SENTENCE_NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
 RESULT_DIR = "result"  # where a Subflow reference program saves its target
@@ -184,8 +186,8 @@ def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 
         if loose and parse_scalar(loose.group("value")) is not None:
             taken.add(n)  # a Label: value line even where _LINE refuses its label ("95% CI: 9.6"): as before
         match = _LINE.match(line)
-        if not match:
-            continue
+        if not match or _LOG_LABEL.fullmatch(match.group("label").strip()):
+            continue  # "WARNING: step size 0.01 too big" is a log line, not a result
         parsed = parse_scalar(match.group("value"))
         if parsed is None:
             continue

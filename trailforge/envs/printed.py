@@ -349,16 +349,39 @@ def _table_at(lines: list[str], i: int, max_rows: int) -> _Block | None:
     if len(header.split()) < 1 or is_noise(header) or _FRAME_FOOTER.match(header):
         return None
     j, rows, footer = i + 1, [], None
+    header_cells = re.split(r"\s{2,}", header.strip())
+    # at least as many columns as the header names (an index under a blank header adds one, which is not
+    # counted: a right-aligned first header also starts with a blank)
+    expected = max(2, len(header_cells))
+    filled: list[bool] = []
+    width: tuple[int, int] | None = None  # cells per row, as the first row with two or more has them
     while j < len(lines) and j - i < MAX_BLOCK_LINES:
         line = lines[j].rstrip()
         if not line.strip():
+            if j + 1 < len(lines) and _FRAME_FOOTER.match(lines[j + 1].strip()):  # pandas: a blank, then the footer
+                footer, j = _FRAME_FOOTER.match(lines[j + 1].strip()), j + 2
             break
         if _FRAME_FOOTER.match(line.strip()):
             footer = _FRAME_FOOTER.match(line.strip())
             j += 1
             break
-        if len(line.split()) < 1 or is_noise(line):
+        if is_noise(line) or _ARRAY_START.match(line):
             break
+        if not rows:
+            filled = _filled([header])
+        candidate = _filled([line], filled)
+        if _span_count(candidate) < expected:
+            break  # this line runs across the table's columns: the table ended on the line before
+        # cells split at two or more blanks ("New York" is one) and at any blank (pandas' index=False prints
+        # put one blank between columns): a row must match the first data row in one of the two counts
+        shape = (len(re.split(r"\s{2,}", line.strip())), len(line.split()))
+        if width is None and shape[1] >= 2:
+            width = shape
+        elif width is not None and shape[0] != width[0] and shape[1] != width[1]:
+            break  # a sentence or a line of another shape after the table: the table ended on the line before
+        elif width is None and rows:
+            break  # only the first line under a header may be one cell (a named index's name)
+        filled = candidate
         rows.append(line)
         j += 1
     if header.endswith("\\"):  # pandas wrapped the columns over several blocks: not read
@@ -377,13 +400,23 @@ def _table_at(lines: list[str], i: int, max_rows: int) -> _Block | None:
     return None
 
 
-def _spans(lines: list[str]) -> list[tuple[int, int]]:
-    width = max(len(line) for line in lines)
-    filled = [False] * width
+def _filled(lines: list[str], filled: list[bool] | None = None) -> list[bool]:
+    """Which character positions are not blank on some line (adding to ``filled``)."""
+    width = max([len(line) for line in lines] + [len(filled or [])])
+    out = list(filled or []) + [False] * (width - len(filled or []))
     for line in lines:
         for k, ch in enumerate(line):
             if ch != " ":
-                filled[k] = True
+                out[k] = True
+    return out
+
+
+def _span_count(filled: list[bool]) -> int:
+    return sum(1 for k, full in enumerate(filled) if full and (k == 0 or not filled[k - 1]))
+
+
+def _spans(lines: list[str]) -> list[tuple[int, int]]:
+    filled = _filled(lines)
     spans, start = [], None
     for k, full in enumerate(filled + [False]):
         if full and start is None:
@@ -704,19 +737,21 @@ def read_printed(lines: list[str], blocks: list[_Block], taken: set[int], max_ta
     out: list[tuple[int, list[Reading]]] = []
     in_block = {n for b in blocks for n in range(b.start, b.stop)}
     counters = {"table": 0, "list": 0}
+    label_lines = set()  # lines read as a block's name, so not read again on their own
     for block in blocks:
         if block.kind == "unreadable":
             continue
         counters[block.kind] += 1
         previous = lines[block.start - 1] if block.start and block.start - 1 not in in_block | taken else None
         label = block.inline_label.strip() if block.inline_label else block_label(previous)
+        if label and not block.inline_label:
+            label_lines.add(block.start - 1)
         if label:
             parts, desc = (label,), f"{'list' if block.kind == 'list' else 'table'} printed after {label}"
         else:
             name = f"printed_{block.kind}_{counters[block.kind]}"
             parts, desc = (name,), f"{'list' if block.kind == 'list' else 'table'} number {counters[block.kind]} printed"
         out.append((block.start, block.readings_of(parts, desc)))
-    label_lines = {b.start - 1 for b in blocks if b.start}
     for n, line in enumerate(lines):
         if n in in_block or n in taken or n in label_lines:
             continue
