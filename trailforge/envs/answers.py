@@ -3,8 +3,12 @@
 Recognised results:
 - printed lines ``Label: value`` or ``Label (unit): value`` (numbers, booleans, short strings);
 - JSON files: scalar leaves (up to three levels deep) and short numeric lists;
-- small CSV/TSV tables (header row plus at most ``max_table_rows`` rows);
-- what matplotlib figures showed, as the plot recorder saw it (``plots.py``).
+- CSV/TSV tables: whole when they have at most ``max_table_rows`` rows, else summarised (``printed``);
+- what matplotlib figures showed, as the plot recorder saw it (``plots.py``);
+- everything else a program prints that reads as a result: ``label value`` lines, numbers in sentences,
+  pandas DataFrame and Series prints, numpy arrays and aligned or comma-separated tables (``printed``
+  describes what it reads and how it bounds large outputs). These come after the ``Label: value`` lines
+  and the files, so that their names and the cap never change those; plotted fields come last.
 
 The same extractor reads the reference program's runs in ``verify``, so "the answer" always
 means exactly the same thing.
@@ -27,12 +31,19 @@ from typing import Any
 
 from ..io import AnswerField
 from ..sandbox import PLOTS_FILE
+from . import printed
 
 # The label may run longer than any label that is accepted, so that an over-long one is seen and counted
 # as refused rather than silently not matched.
 _LINE = re.compile(
     r"^\s*(?P<label>[A-Za-z][^:=\n]{0,400}?)\s*(?:\((?P<unit>[^()]{1,40})\))?\s*[:=]\s*(?P<value>\S.{0,80}?)\s*$"
 )
+# Any line shaped like ``Label: value``, also where the label does not start with a letter.
+_LABELLED = re.compile(r"^\s*(?P<label>[^:=\n]{1,400}?)\s*[:=]\s*(?P<value>\S.{0,80}?)\s*$")
+# A log level or a warning's or exception's class name, as a label: the line is a log line.
+_LOG_LABEL = re.compile(r"(?i)(warning|warn|error|info|debug|critical|traceback|exception|\w+(warning|error))")
+# A number with a point in a label means the line is a sentence carrying results, not a label.
+_SENTENCE_NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
 RESULT_DIR = "result"  # where a Subflow reference program saves its target
 _INT = re.compile(r"^[+-]?\d+$")
 _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
@@ -142,34 +153,57 @@ class _Collector:
         self.skipped = skipped
 
     def add(self, base: str | None, problem: str | None, kind: str, value: Any, label: str, source: str, unit=None,
-            decimals=None, resolution=None) -> None:
-        """Add a field named ``base`` (from ``field_name``), or count why its label was refused."""
+            decimals=None, resolution=None) -> str | None:
+        """Add a field named ``base`` (from ``field_name``), or count why its label was refused; its name."""
         if problem:
             self.skipped[problem] += 1
-            return
+            return None
         if len(self.fields) >= self.max_fields:
             self.dropped += 1
-            return
+            return None
         name, n = base, 2
         while name in self.values:
             name, n = f"{base}_{n}", n + 1
         self.fields.append(AnswerField(name=name, type=kind, label=label[:120], unit=unit, source=source,
                                        decimals=decimals, resolution=resolution))
         self.values[name] = value
+        return name
+
+    def add_reading(self, reading: printed.Reading, source: str, precision: dict | None) -> None:
+        """Add what ``printed`` read; every raw label part and quoted text is checked here."""
+        name, problem = field_name(*reading.labels)
+        problem = problem or next(filter(None, (label_problem(t) for t in reading.checked)), None)
+        added = self.add(name, problem, reading.kind, reading.value, reading.label, source, unit=reading.unit,
+                         decimals=reading.decimals, resolution=reading.resolution)
+        if added and precision is not None and reading.resolutions is not None:
+            precision[added] = reading.resolutions
 
 
 def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 24, max_table_rows: int = 50,
-                   skipped: Counter | None = None, plots: dict | None = None
-                   ) -> tuple[list[AnswerField], dict[str, Any], int]:
+                   skipped: Counter | None = None, plots: dict | None = None,
+                   precision: dict[str, Any] | None = None) -> tuple[list[AnswerField], dict[str, Any], int]:
     """Return ``(schema, answer, fields dropped over the cap)``.
 
-    Results whose label was refused are counted by reason into ``skipped`` when it is given.
+    Results whose label was refused are counted by reason into ``skipped`` when it is given. ``precision``,
+    when given, receives the resolution of each element of list and table fields (their ``resolution`` is
+    the coarsest), by field name: a list, or a list of rows with None for text cells.
     """
     out = _Collector(max_fields, Counter() if skipped is None else skipped)
-    for line in stdout.splitlines():
-        match = _LINE.match(line)
-        if not match:
+    lines = stdout.splitlines()
+    blocks = printed.find_blocks(lines, max_table_rows)
+    in_block = {n for block in blocks for n in range(block.start, block.stop)}
+    taken: set[int] = set()  # the Label: value lines, read here and by nothing else
+    for n, line in enumerate(lines):
+        if n in in_block:
             continue
+        loose = _LABELLED.match(line)
+        if loose and _SENTENCE_NUMBER.search(loose.group("label")):
+            continue  # "The slope is 2.31 m/s with R^2 = 0.98" is a sentence: printed reads it
+        if loose and parse_scalar(loose.group("value")) is not None:
+            taken.add(n)  # a Label: value line even where _LINE refuses its label ("95% CI: 9.6"): as before
+        match = _LINE.match(line)
+        if not match or _LOG_LABEL.fullmatch(match.group("label").strip()):
+            continue  # "WARNING: step size 0.01 too big" is a log line, not a result
         parsed = parse_scalar(match.group("value"))
         if parsed is None:
             continue
@@ -201,12 +235,31 @@ def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 
                 problem = problem or _path_problem(path) or next(
                     filter(None, (label_problem(c) for c in table["columns"])), None)
                 out.add(name, problem, "table", table, f"table written to {path}", f"file:{path}", resolution=res)
+            else:
+                _summarise_file_table(out, text, "\t" if suffix == ".tsv" else ",", path, stem, max_table_rows,
+                                      precision)
+    for reading in printed.read_printed(lines, blocks, taken, max_table_rows):
+        out.add_reading(reading, "stdout", precision)
     if plots:  # the recorder's record of the figures (read_plots), after every printed and written result
         from .plots import plot_fields  # plots.py builds on this module's label rules
 
         for candidate in plot_fields(plots, max_table_rows):
             out.add(**candidate)
     return out.fields, out.values, out.dropped
+
+
+def _summarise_file_table(out: _Collector, text: str, delimiter: str, path: str, stem: str, max_rows: int,
+                          precision: dict | None) -> None:
+    """A well-formed table with more rows than ``max_rows``: its summary (``printed.summarise_rows``)."""
+    rows = _table_rows(text, delimiter)
+    if rows is None or len(rows) - 1 <= max_rows:
+        return
+    problem = _path_problem(path) or next(filter(None, (label_problem(c) for c in rows[0])), None)
+    if problem:
+        out.skipped[problem] += 1
+        return
+    for reading in printed.summarise_rows((stem,), f"table written to {path}", rows[0], rows[1:], max_rows):
+        out.add_reading(reading, f"file:{path}", precision)
 
 
 def answer_from_run(result, answer_from: str, max_fields: int, max_rows: int):
@@ -257,13 +310,10 @@ def _add_json(out: _Collector, stem: str, data: Any, path: str, path_problem: st
 
 def parse_table(text: str, delimiter: str, max_rows: int) -> tuple[dict[str, Any], float | None] | None:
     """The table and the coarsest printed resolution of its numeric cells."""
-    rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
-    rows = [r for r in rows if r]
-    if len(rows) < 2 or len(rows) - 1 > max_rows:
+    rows = _table_rows(text, delimiter)
+    if rows is None or len(rows) - 1 > max_rows:
         return None
-    header = [h.strip() for h in rows[0]]
-    if len(set(header)) != len(header) or any(len(r) != len(header) for r in rows[1:]):
-        return None
+    header = rows[0]
     body, coarsest = [], None
     for row in rows[1:]:
         cells = []
@@ -277,3 +327,14 @@ def parse_table(text: str, delimiter: str, max_rows: int) -> tuple[dict[str, Any
                 cells.append(cell.strip())
         body.append(cells)
     return {"columns": header, "rows": body}, coarsest
+
+
+def _table_rows(text: str, delimiter: str) -> list[list[str]] | None:
+    """Header (stripped) and rows of a well-formed table: unique headers, every row as long as the header."""
+    rows = [r for r in csv.reader(io.StringIO(text), delimiter=delimiter) if r]
+    if len(rows) < 2:
+        return None
+    header = [h.strip() for h in rows[0]]
+    if len(set(header)) != len(header) or any(len(r) != len(header) for r in rows[1:]):
+        return None
+    return [header, *rows[1:]]

@@ -180,12 +180,14 @@ def test_tsv_uses_tab_delimiter():
     assert answer["t"] == {"columns": ["a", "b"], "rows": [[1.0, "x"]]}
 
 
-def test_table_with_too_many_rows_is_skipped():
+def test_table_with_too_many_rows_is_summarised_not_dropped():
     text = "k,v\n" + "".join(f"r{i},{i}\n" for i in range(4))
     assert parse_table(text, ",", max_rows=4) is not None
     assert parse_table(text, ",", max_rows=3) is None
-    fields, _, _ = _fields(files={"big.csv": text}, max_table_rows=3)
-    assert fields == {}
+    fields, answer, _ = _fields(files={"big.csv": text}, max_table_rows=3)
+    assert "big" not in fields  # never the whole table
+    assert answer["big_rows"] == 4 and answer["big_v_max"] == 3.0 and answer["big_v_min"] == 0.0
+    assert len(answer["big_first_rows"]["rows"]) == 3
 
 
 @pytest.mark.parametrize("text", ["only,header\n", "a,a\n1,2\n", "a,b\n1,2,3\n"])
