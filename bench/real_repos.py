@@ -45,6 +45,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from trailforge.config import compose, validate, write_params  # noqa: E402
 from trailforge.config.schema import RepoEntry  # noqa: E402
+from trailforge.envs.answers import extract_answer, is_result_file  # noqa: E402
 from trailforge.envs.discover import repo_id_for  # noqa: E402
 from trailforge.testing.corpus import STAGE_CHAIN  # noqa: E402
 
@@ -107,6 +108,8 @@ def run_stages(project: Path, through: str, cache: Path) -> list[dict]:
             stats = json.loads(stats_path.read_text())
             record.update(accepted=stats.get("accepted"), rejected=stats.get("rejected"),
                           reject_reasons=stats.get("reject_reasons", {}))
+            if stats.get("counters"):  # e.g. tasks: answer fields that did / did not move with the data
+                record["counters"] = stats["counters"]
             if "environment_ladder" in stats:  # what each rung of the dependency ladder cost (seeds)
                 record["environment_ladder"] = stats["environment_ladder"]
         else:
@@ -226,7 +229,8 @@ def figures(project: Path, manifest: list[dict], repos: dict[str, Path], stages:
             record["released"] = dict(Counter(t["task_type"] for t in released if t["repo_id"] == repo_id))
         per_repo[folder] = record
     records = list(per_repo.values())
-    overall = {
+    overall = {**released_field_audit(released, project), **plot_only_yield(out, released)}
+    overall.update({
         "repositories": len(records),
         "accepted_at_discover": sum(r["discover"] == "accepted" for r in records),
         "known_runs": sum(r["known_runs"] for r in records),
@@ -241,11 +245,45 @@ def figures(project: Path, manifest: list[dict], repos: dict[str, Path], stages:
         "extra_seeds": sum(len(r["extra"]) for r in records),
         "miss_reasons": dict(Counter(f"{m['stage']}:{m['reason']}" for r in records for m in r["misses"])
                              .most_common()),
-    }
+    })
     for key in ("verified", "released"):
         if all(key in r for r in records) and records:
             overall[key] = {t: sum(r[key].get(t, 0) for r in records) for t in TYPES}
     return {"repositories": per_repo, "overall": overall}
+
+
+def released_field_audit(released: list[dict] | None, project: Path) -> dict:
+    """What the released answers are made of: fields in all, by source kind, and any read from a file that can
+    hold no result (a library cache, HOME, config or bytecode: ``is_result_file``), which must be none."""
+    if released is None:
+        return {}
+    fields = [f for env in released for f in env.get("answer_schema", [])]
+    kinds = Counter(f["source"].split(":", 1)[0].split("/", 1)[0] for f in fields)
+    not_results = [f"{env['env_id']}:{f['name']} <- {f['source']}" for env in released
+                   for f in env.get("answer_schema", [])
+                   if f["source"].startswith("file:") and not is_result_file(f["source"][5:])]
+    return {"released_fields": len(fields), "released_field_sources": dict(kinds.most_common()),
+            "released_fields_not_results": not_results}
+
+
+def plot_only_yield(out: Path, released: list[dict] | None) -> dict:
+    """Of the seed programs whose only results are figures (nothing read from stdout or a written table, JSON
+    or text file, one figure or more recorded), how many gave at least one released environment."""
+    seeds = read_accepted(out, "seeds", ["seed_id", "stdout", "files_written", "plots"]) or []
+    plot_only = []
+    for seed in seeds:
+        plots = json.loads(seed["plots"]) if isinstance(seed.get("plots"), str) else (seed.get("plots") or {})
+        if not plots.get("figures"):
+            continue
+        written = {w["path"]: w.get("text") for w in _json_list(seed.get("files_written"))
+                   if is_result_file(w["path"])}
+        schema, _, _ = extract_answer(seed["stdout"] or "", written)
+        if not schema:
+            plot_only.append(seed["seed_id"])
+    if released is None:
+        return {"plot_only_seeds": len(plot_only)}
+    with_env = {env["seed_id"] for env in released}
+    return {"plot_only_seeds": len(plot_only), "plot_only_seeds_released": sum(s in with_env for s in plot_only)}
 
 
 # ---------------------------------------------------------------- printing
@@ -301,6 +339,22 @@ def print_report(report: dict) -> None:
           + (", ".join(f"{k} {v}" for k, v in overall["miss_reasons"].items()) or "none"))
     for key in typed:
         print(f"{key} environments: " + ", ".join(f"{t} {overall[key][t]}" for t in TYPES))
+    counters = next((s.get("counters", {}) for s in report["stages"] if s["stage"] == "tasks"), {})
+    if counters:
+        print(f"data dependence (tasks): {counters.get('answer_fields_data_dependent', 0)} answer fields moved "
+              f"with the data and were kept, {counters.get('answer_fields_not_data_dependent', 0)} did not and were "
+              "dropped")
+    if "released_fields" in overall:
+        print(f"released answer fields: {overall['released_fields']} "
+              f"(sources {overall['released_field_sources']}); from caches, HOME, config or bytecode: "
+              f"{len(overall['released_fields_not_results'])}")
+        for line in overall["released_fields_not_results"][:20]:
+            print(f"  {line}")
+    if "plot_only_seeds" in overall:
+        line = f"plot-only seed programs (results only in figures): {overall['plot_only_seeds']}"
+        if "plot_only_seeds_released" in overall:
+            line += f", {_ratio(overall['plot_only_seeds_released'], overall['plot_only_seeds'])} gave an environment"
+        print(line)
     print("\nfound:")
     for folder, r in repos.items():
         for script in r["found"]:

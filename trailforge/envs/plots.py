@@ -62,13 +62,35 @@ def _text(value) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+_MATH = re.compile(r"\$([^$]{0,80})\$")
+_MATH_FONT = re.compile(r"\\(?:mathrm|mathit|mathbf|text|rm|it|bf)\s*\{([^{}]*)\}")
+
+
+def _plain(text: str) -> str:
+    """Text as the figure shows it: matplotlib mathtext (``s$^2$``, ``$\\mu$m``) written without its
+    markup (``s^2``, ``mum``), so that a unit in a label is not refused for its dollar signs."""
+    def inner(match: re.Match) -> str:
+        body = _MATH_FONT.sub(r"\1", match.group(1))
+        body = re.sub(r"\\([A-Za-z]+)", r"\1", body).replace("\\,", " ")
+        return re.sub(r"[{}]", "", body)
+
+    return _MATH.sub(inner, text)
+
+
+def _long(text: str) -> bool:
+    """A title refused only for its length (a sentence describing the plot), not for what it says."""
+    return label_problem(text) in ("unsafe_label_length", "unsafe_label_words")
+
+
 def _axes_fields(fields: list, axes: dict, place: str, source: str, short: int) -> None:
-    title, ylabel = _text(axes.get("title")), _text(axes.get("ylabel"))
-    axes_name = title or ylabel or place
+    title, ylabel = _plain(_text(axes.get("title"))), _plain(_text(axes.get("ylabel")))
+    if title and _long(title) and (ylabel or place):
+        title = ""  # a descriptive sentence as the title: the fields are named from the y label, else the place
+    unit_match = _UNIT.match(ylabel) if ylabel else None
+    axes_name = title or (unit_match.group("name").strip() if unit_match else ylabel) or place
     quoted = [t for t in (title, ylabel) if t]
     where = f"in the axes titled '{title}'" if title else f"in the plot of {place}"
     y_axis = f" (y axis '{ylabel}')" if ylabel else ""
-    unit_match = _UNIT.match(ylabel) if ylabel else None
     unit = unit_match.group("unit").strip() if unit_match else None
     artists = [r for r in axes.get("artists") or [] if isinstance(r, dict) and r.get("kind") in _KIND_WORDS]
     per_kind: dict[str, int] = {}
