@@ -130,15 +130,17 @@ def _flatten(values):
 # ---------------------------------------------------------------------------------------------------- noise
 
 # Lines whose numbers are about the run, not its results.
+# Words that open a log line ("WARNING: ...", "[INFO] ..."): the numbers after them are no results.
+_LOG_WORDS = r"warning|warn|error|info|debug|critical|note|traceback|exception"
 _NOISE = [re.compile(p, re.IGNORECASE) for p in (
-    r"^\s*\[?\s*(warning|warn|error|info|debug|critical|note|traceback|exception)\b",
+    rf"^\s*\[?\s*({_LOG_WORDS})\b",
     r"\w*(warning|error)\s*:",  # UserWarning: ..., ValueError: ...
     r"\d+\s*%\s*\|", r"\|\s*\d+\s*/\s*\d+", r"\b(it/s|s/it)\b", r"\r",  # tqdm bars
     r"\b(epoch|epochs|iter|iters|iteration|iterations|step|steps|batch|batches|generation|gen|round|sweep)\b"
     r"\s*[#:=]?\s*\d",  # progress counters
     r"\d+\s*/\s*\d+\s*(\]|\)|$|\s)",  # "3/10"
     r"\b(took|elapsed|runtime|run time|wall time|cpu time|time taken|seconds|completed in|finished in|done in)\b",
-    r"\b\d+(\.\d+)?\s*(ms|sec|secs)\b",
+    r"\b\d+(\.\d+)?\s*(ms|sec|secs)\b(?![\^/*-])",  # a duration (ms^-2 is no duration)
     r"\b(version|python|seed|random state|random_state|line|lines|pid|port)\s*[#:=]?\s*v?\d",
     r"\b[\w.-]+\.(csv|tsv|txt|json|png|jpe?g|pdf|svg|py|npy|npz|pkl|pickle|h5|hdf5|nc|dat|xlsx?|parquet|log)\b",
     r"(^|\s)\.{0,2}/[\w.-]+/",  # a path
@@ -150,6 +152,11 @@ _NOISE = [re.compile(p, re.IGNORECASE) for p in (
 
 def is_noise(line: str) -> bool:
     return any(p.search(line) for p in _NOISE)
+
+
+def is_log_label(label: str) -> bool:
+    """Whether a ``Label: value`` line's label is a log level or a warning class (``UserWarning``)."""
+    return re.fullmatch(rf"(?:{_LOG_WORDS}|\w+(?:warning|error))", label.strip(), re.IGNORECASE) is not None
 
 
 # ---------------------------------------------------------------------------------------------------- blocks
@@ -649,17 +656,17 @@ _UNITS = frozenset({
     "Ohm", "ohm", "nt", "bp", "kb", "kbp", "Mb", "Da", "kDa", "px", "AU", "au", "cal", "kcal", "Bq", "Gy", "Sv",
     "ha", "mph", "kt", "pc", "kpc", "Mpc", "ly", "sigma", "dex", "mag",
 })
-_UNIT_PART = r"(?:[A-Za-z]{1,5}(?:\^?-?\d)?|\d)"
-_COMPOUND_UNIT = re.compile(rf"{_UNIT_PART}(?:[/*.^]{_UNIT_PART}){{1,3}}")
+# One factor of a unit: a known unit with an optional power (s, s^-1, m2); factors join with / * or .
+_UNIT_FACTOR = re.compile(r"(?P<name>[A-Za-z]{1,5})(?:\^?-?\d)?")
 
 
 def _is_unit(token: str) -> bool:
     if token in _UNITS:
         return True
-    if _COMPOUND_UNIT.fullmatch(token):
-        pieces = re.split(r"[/*.^]", token)
-        return all(re.sub(r"\^?-?\d$", "", p) in _UNITS or p.isdigit() for p in pieces)
-    return False
+    factors = re.split(r"[/*.]", token)
+    return len(factors) <= 4 and all(
+        f.isdigit() and len(factors) > 1 or bool((m := _UNIT_FACTOR.fullmatch(f)) and m.group("name") in _UNITS)
+        for f in factors)
 
 
 def _is_year(number: _Number) -> bool:
@@ -670,14 +677,21 @@ def line_readings(line: str) -> list[Reading]:
     """Every number in one printed line that words just before it name."""
     if is_noise(line):
         return []
-    tokens = [(m.lastgroup, m.group()) for m in _TOKEN.finditer(line)]
+    tokens = [(m.lastgroup, m.group()) for m in _TOKEN.finditer(_PLUS_MINUS.sub(" \u00b1 ", line))]
     out = []
     for k, (kind, text) in enumerate(tokens):
         if kind != "num":
             continue
         number = _number(text)
         before = tokens[k - 1] if k else None
-        after = tokens[k + 1] if k + 1 < len(tokens) else None
+        if before and before[1] == "\u00b1":
+            continue  # the uncertainty of the number before it: read with that number
+        uncertainty = None
+        if k + 2 < len(tokens) and tokens[k + 1][1] == "\u00b1" and tokens[k + 2][0] == "num":
+            uncertainty, tokens_after = _number(tokens[k + 2][1]), k + 3  # "9.98 +- 0.83 ms^-2"
+        else:
+            tokens_after = k + 1
+        after = tokens[tokens_after] if tokens_after < len(tokens) else None
         if number is None or _is_year(number):
             continue
         if (before and before[0] == "num") or (after and after[0] == "num"):
@@ -693,6 +707,7 @@ def line_readings(line: str) -> list[Reading]:
             unit = "%"
         while j >= 0 and (tokens[j][1].lower() in _LINKS):
             j -= 1
+        j = _before_aside(tokens, j)
         if j >= 2 and tokens[j][1] == ")" and tokens[j - 2][1] == "(" and tokens[j - 1][0] == "word" and unit is None:
             unit, j = tokens[j - 1][1], j - 3
             while j >= 0 and tokens[j][1].lower() in _LINKS:
@@ -713,7 +728,30 @@ def line_readings(line: str) -> list[Reading]:
         kind_, value = ("integer", int(text)) if number.integer else ("number", number.value)
         out.append(Reading((label,), kind_, value, label, checked=(unit,) if unit else (), unit=unit,
                            decimals=number.decimals, resolution=None if number.integer else number.resolution))
+        if uncertainty is not None:
+            value = int(uncertainty.value) if uncertainty.integer else uncertainty.value
+            out.append(Reading((label, "uncertainty"), "integer" if uncertainty.integer else "number", value,
+                               f"uncertainty of {label}", checked=(unit,) if unit else (), unit=unit,
+                               decimals=uncertainty.decimals,
+                               resolution=None if uncertainty.integer else uncertainty.resolution))
     return out
+
+
+# "+-", "+/-", "±" and TeX's "\pm" between a value and its uncertainty, read as one token.
+_PLUS_MINUS = re.compile(r"\s*(?:\+/-|\+-|\u00b1|\\pm)\s*")
+
+
+def _before_aside(tokens: list[tuple[str, str]], j: int) -> int:
+    """Skip an aside between commas just before a value ("g, calculated from the gradient, is 9.8"):
+    the label is the words before it. Only an aside of a few plain words is skipped."""
+    if j < 0 or tokens[j][1] != ",":
+        return j
+    i = j - 1
+    while i >= 0 and tokens[i][0] == "word" and j - i <= 8:
+        i -= 1
+    if i >= 1 and i < j - 1 and tokens[i][1] == ",":
+        return i - 1
+    return j
 
 
 _LABEL_LINE = re.compile(r"^\s*(?P<label>[A-Za-z][^\n]*?)\s*[:=]\s*$")
