@@ -96,9 +96,14 @@ def label_problem(text: str) -> str | None:
         return "unsafe_label_characters"
     if len(text.split()) > MAX_LABEL_WORDS:
         return "unsafe_label_words"
-    if _INSTRUCTION_WORDS.intersection(re.findall(r"[a-z]+", text.lower())):
+    if has_instruction_words(text):
         return "unsafe_label_instructions"
     return None
+
+
+def has_instruction_words(text: str) -> bool:
+    """Whether ``text`` speaks to the reader (``ignore``, ``answer``, ...), whatever its length."""
+    return bool(_INSTRUCTION_WORDS.intersection(re.findall(r"[a-z]+", text.lower())))
 
 
 def field_name(*parts: str) -> tuple[str | None, str | None]:
@@ -272,18 +277,21 @@ def _summarise_file_table(out: _Collector, text: str, delimiter: str, path: str,
         out.add_reading(reading, f"file:{path}", precision)
 
 
-def answer_from_run(result, answer_from: str, max_fields: int, max_rows: int, precision: dict | None = None):
+def answer_from_run(result, answer_from: str, max_fields: int, max_rows: int, precision: dict | None = None,
+                    cwd: str = "."):
     """``(schema, answer)`` of one sandbox run: everything it printed and wrote (``outputs``), or only
-    the files it saved under ``result/`` (``result_files``, Subflow). The plot recorder's file is read as
-    figures, never as a JSON result."""
+    the files it saved under ``result/`` of its working folder ``cwd`` (``result_files``, Subflow; the
+    run's file paths are relative to the scratch root). The plot recorder's file is read as figures,
+    never as a JSON result."""
     from .plots import read_plots
 
     texts, plots = {}, {}
+    results = RESULT_DIR + "/" if cwd in ("", ".") else f"{cwd.strip('/')}/{RESULT_DIR}/"
     for path, data in result.files.items():
         if path == PLOTS_FILE:
             plots = read_plots(data) if answer_from == "outputs" else {}
             continue
-        if answer_from == "result_files" and not path.startswith(RESULT_DIR + "/") or not is_result_file(path):
+        if answer_from == "result_files" and not path.startswith(results) or not is_result_file(path):
             continue
         try:
             texts[path] = data.decode("utf-8")

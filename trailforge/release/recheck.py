@@ -51,7 +51,7 @@ def recheck_environment(folder: Path, sandbox: Sandbox, max_fields: int, max_row
         protocol = RunProtocol(meta.get("cwd", "."), tuple(meta.get("args", [])),
                                folders=tuple(meta.get("output_folders", [])))
         result = sandbox.run(env, recorded_request(protocol, entrypoint, {**workspace, **files}, sandbox.timeout_s))
-        return answer_from_run(result, answer_from, max_fields, max_rows)[1]
+        return answer_from_run(result, answer_from, max_fields, max_rows, cwd=protocol.cwd)[1]
 
     solution = run_program(_files_under(folder / "solution"), entry)
     verdict = _grade(folder, solution, sandbox, env)

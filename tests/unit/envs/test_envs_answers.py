@@ -215,3 +215,16 @@ def test_label_value_with_a_unit_word_is_a_number_not_a_string(line, value, unit
 def test_category_values_that_start_with_a_digit_stay_strings():
     schema, answer, _ = extract_answer("site: 3A\nbest model: ridge\n", {})
     assert answer == {"site": "3A", "best_model": "ridge"}
+
+
+def test_subflow_results_are_read_under_the_working_folder():
+    """A script run from its own folder saves result/x.json there: the run's paths are relative to the
+    scratch root (scripts/result/x.json), which every Subflow of such a script missed (slice_no_result)."""
+    from types import SimpleNamespace
+
+    from trailforge.envs.answers import answer_from_run
+
+    run = SimpleNamespace(stdout="ignored: 1\n", files={"scripts/result/slope.json": b"2.5",
+                                                        "result/other.json": b"3.5"})
+    assert answer_from_run(run, "result_files", 24, 50, cwd="scripts")[1] == {"slope": 2.5}
+    assert answer_from_run(run, "result_files", 24, 50)[1] == {"other": 3.5}

@@ -35,7 +35,7 @@ _UNITS = frozenset({
     "keV", "MeV", "W", "kW", "MW", "V", "mV", "A", "mA", "Hz", "kHz", "MHz", "GHz", "L", "mL", "uL", "mol",
     "mmol", "umol", "nmol", "M", "mM", "uM", "nM", "pM", "N", "kN", "ppm", "ppb", "dB", "rad", "deg", "sr", "T",
     "Ohm", "ohm", "nt", "bp", "kb", "kbp", "Mb", "Da", "kDa", "px", "AU", "au", "cal", "kcal", "Bq", "Gy", "Sv",
-    "ha", "mph", "kt", "pc", "kpc", "Mpc", "ly", "sigma", "dex", "mag",
+    "ha", "mph", "kt", "pc", "kpc", "Mpc", "ly", "sigma", "dex", "mag", "ka", "Ma", "Ga", "kyr", "Myr", "Gyr",
 })
 # One factor of a unit: a known unit with an optional power (s, s^-1, m2); factors join with / * or .
 _UNIT_FACTOR = re.compile(r"(?P<name>[A-Za-z]{1,5})(?:\^?-?\d)?")
