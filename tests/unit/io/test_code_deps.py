@@ -180,3 +180,52 @@ def test_entries_at_the_keys_own_indent_as_dvc_writes_them_are_rewritten(project
     assert text.endswith("    - stages/__init__.py\n    - data\n    outs:\n    - out\n"
                          "  loop:\n    cmd: python -m stages.${item} # templated: no module to follow\n")
     assert check_deps(text, project, packages=PACKAGES) == []
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The project's own dvc.yaml
+
+
+def _committed():
+    return (PROJECT_ROOT / "dvc.yaml").read_text(encoding="utf-8")
+
+
+def test_committed_dvc_yaml_code_deps_match_the_imports():
+    """The drift test: a stage module that gains an import fails here until `trailforge deps --write` is run."""
+    drift = check_deps(_committed(), PROJECT_ROOT)
+    assert drift == [], "\n".join(f"{d.stage}: missing {d.missing}, stale {d.stale}" for d in drift)
+
+
+def test_a_dropped_dep_fails_the_check_and_the_rewrite_restores_it():
+    text = _committed()
+    statements = text.index("  statements:")
+    dropped = text[:statements] + text[statements:].replace("      - trailforge/envs/verify.py\n", "", 1)
+    assert dropped != text
+    drift = check_deps(dropped, PROJECT_ROOT)
+    assert [(d.stage, d.missing, d.stale) for d in drift] == [("statements", ["trailforge/envs/verify.py"], [])]
+    assert rewrite_deps(dropped, generated_deps(dropped, PROJECT_ROOT)) == text
+
+
+def _defining_module(function: str) -> str:
+    for path in sorted((PROJECT_ROOT / "trailforge").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if any(isinstance(node, ast.FunctionDef) and node.name == function for node in tree.body):
+            return path.relative_to(PROJECT_ROOT).as_posix()
+    raise AssertionError(f"no module defines {function}")
+
+
+def test_release_depends_on_the_code_that_writes_every_exported_eval():
+    release = yaml.safe_load(_committed())["stages"]["release"]["deps"]
+    for function in ("expected_document", "wrong_answers"):
+        assert _defining_module(function) in release, function
+    assert "trailforge/release/templates" in release  # the card and report templates, loaded by name
+
+
+def test_statements_and_release_rerun_on_verify_but_no_stage_on_an_unimported_module():
+    stages = yaml.safe_load(_committed())["stages"]
+    with_verify = {name for name, stage in stages.items() if "trailforge/envs/verify.py" in stage.get("deps", [])}
+    assert {"statements", "verify", "release"} <= with_verify
+    assert "discover" not in with_verify
+    every_dep = {dep for stage in stages.values() for dep in stage.get("deps", [])}
+    assert "trailforge/io/code_deps.py" not in every_dep  # maintenance code no stage runs
+    assert "trailforge/lineage/synthetic.py" not in every_dep
