@@ -9,6 +9,7 @@
   trailforge publish [--release DIR] [--dry-run]  push the release's changed files to the Hub (publish.repo_id)
   trailforge graph SEED_ID [--format svg|dot|json]  print a seed program's workflow graph (picture, Graphviz, node-link)
   trailforge review-sheet [--size N] [--min-per-stratum K]  a stratified, blinded review sheet of verified environments
+  trailforge deps [--check | --write]            each stage's code deps from its imports; compare with / rewrite dvc.yaml
   trailforge audit PATH [--out DIR] [--tokenizer NAME] [--topic-pattern REGEX] [--no-plots]
                                                  length, composition, tool-use and linkage audit of a chat-format
                                                  trajectory corpus (JSONL, parquet, or a save_to_disk folder)
@@ -144,6 +145,43 @@ def cmd_review_sheet(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_deps(args: argparse.Namespace) -> int:
+    from ..io.code_deps import DepsError, check_deps, generated_deps, rewrite_deps
+
+    dvc_file = Path(args.dvc_file) if args.dvc_file else project_root() / "dvc.yaml"
+    if not dvc_file.is_file():
+        print(f"error: no {dvc_file}", file=sys.stderr)
+        return 2
+    root, text = dvc_file.resolve().parent, dvc_file.read_text(encoding="utf-8")
+    try:
+        if args.check:
+            drift = check_deps(text, root, where=str(dvc_file))
+            for stage in drift:
+                print(f"{stage.stage} ({stage.module}):")
+                print("".join(f"  missing {path}\n" for path in stage.missing) + "".join(
+                    f"  stale   {path}\n" for path in stage.stale), end="")
+            if drift:
+                print(f"{dvc_file}: the code deps of {len(drift)} stage(s) differ from their imports; "
+                      "`trailforge deps --write` rewrites them", file=sys.stderr)
+                return 1
+            print(f"{dvc_file}: every stage's code deps match its imports")
+            return 0
+        wanted = generated_deps(text, root, where=str(dvc_file))
+        if args.write:
+            new = rewrite_deps(text, wanted, where=str(dvc_file))
+            if new != text:
+                dvc_file.write_text(new, encoding="utf-8")
+            done = "rewrote the code deps of {} stages" if new != text else "the code deps of {} stages were right"
+            print(f"{dvc_file}: {done.format(len(wanted))}")
+            return 0
+        for stage, deps in wanted.items():
+            print(f"{stage}:" + "".join(f"\n  - {path}" for path in deps))
+        return 0
+    except DepsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
 def cmd_audit(args: argparse.Namespace) -> int:
     from ..release.corpus_audit import audit_corpus, write_audit_report
 
@@ -206,6 +244,12 @@ def build_parser() -> argparse.ArgumentParser:
     sheet.add_argument("--min-per-stratum", type=int, default=2)
     sheet.add_argument("--seed", type=int, default=0)
     sheet.set_defaults(func=cmd_review_sheet)
+    deps = sub.add_parser("deps", help="each dvc.yaml stage's code deps, from the imports of its stage module")
+    mode = deps.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="exit 1 and list missing and stale entries on drift")
+    mode.add_argument("--write", action="store_true", help="rewrite the code entries of each stage's deps")
+    deps.add_argument("--dvc-file", help="the dvc.yaml to read (default: the project's)")
+    deps.set_defaults(func=cmd_deps)
     audit = sub.add_parser("audit", help="audit a chat-format trajectory corpus (JSONL, parquet, save_to_disk folder)")
     audit.add_argument("path", help="a .jsonl[.gz] or .parquet file, a save_to_disk folder, or a folder of shards")
     audit.add_argument("--out", help="report folder (default: outputs/corpus_audit)")
