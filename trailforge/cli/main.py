@@ -105,13 +105,17 @@ def cmd_recheck(args: argparse.Namespace) -> int:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     from ..config import load_params
-    from ..release.publish import PublishError, publish_release, recipe_files
+    from ..release.publish import PublishError, pipeline_status, publish_release, recipe_files
 
     params = Path(args.params)
     cfg = load_params(params)
+    root = project_root(params.resolve().parent)
     try:
-        files = recipe_files(project_root(params.resolve().parent), params)
-        summary = publish_release(Path(args.release), cfg.publish, files, dry_run=args.dry_run)
+        if (root / "dvc.lock").is_file() and not args.no_dvc_status:  # a DVC-built release: ask DVC too
+            pipeline_status(root, cfg.publish.set)
+        files = recipe_files(root, params)
+        summary = publish_release(Path(args.release), cfg.publish, files, dry_run=args.dry_run,
+                                  selection_dir=Path(args.outputs) / cfg.publish.set)
     except PublishError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -192,7 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
     publish = sub.add_parser("publish", help="push the release to a Hugging Face Hub dataset repository")
     publish.add_argument("--release", default="outputs/release")
     publish.add_argument("--params", default="params.yaml", help="publish settings (default: params.yaml)")
+    publish.add_argument("--outputs", default="outputs", help="stage folders; publish.set=sample reads outputs/sample")
     publish.add_argument("--dry-run", action="store_true", help="list what would be uploaded; write nothing")
+    publish.add_argument("--no-dvc-status", action="store_true",
+                         help="skip `dvc status` (for a release built outside this project's pipeline)")
     publish.set_defaults(func=cmd_publish)
     graph = sub.add_parser("graph", help="print one seed program's workflow graph")
     graph.add_argument("seed_id", help="for example meadow-quadrats:diversity.py")
