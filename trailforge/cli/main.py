@@ -7,6 +7,8 @@
   trailforge report [--outputs DIR]              accepted / rejected counts and reasons per stage
   trailforge recheck [DIR]                       re-run every exported environment's controls from its folder
   trailforge publish [--release DIR] [--dry-run]  push the release's changed files to the Hub (publish.repo_id)
+  trailforge fetch-env REPO ENV_ID --dest DIR [--answer FILE]  download one environment from a Hub copy of a
+                                                 release and grade its reference (or your) answer with its eval
   trailforge graph SEED_ID [--format svg|dot|json]  print a seed program's workflow graph (picture, Graphviz, node-link)
   trailforge review-sheet [--size N] [--min-per-stratum K]  a stratified, blinded review sheet of verified environments
   trailforge audit PATH [--out DIR] [--tokenizer NAME] [--topic-pattern REGEX] [--no-plots]
@@ -123,6 +125,31 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_fetch_env(args: argparse.Namespace) -> int:
+    from ..config import load_params
+    from ..release.fetch import FetchError, fetch_environment, grade_fetched, release_config
+    from ..sandbox import build_sandbox
+
+    try:
+        answer = Path(args.answer).read_bytes() if args.answer else None
+    except OSError as exc:
+        print(f"error: cannot read the answer file: {exc}", file=sys.stderr)
+        return 2
+    try:
+        fetched = fetch_environment(args.repo, args.env_id, Path(args.dest), revision=args.revision)
+        if args.no_check:
+            print(json.dumps({"env_id": args.env_id, "folder": str(fetched.folder)}, indent=2))
+            return 0
+        cfg = load_params(args.params) if args.params else release_config(fetched.params)
+        report = grade_fetched(fetched.folder, build_sandbox(cfg.sandbox), cfg.budget.max_answer_fields,
+                               cfg.budget.max_table_rows, answer)
+    except FetchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2, sort_keys=True))
+    return 0 if report.get("accepted", report.get("ok")) else 1
+
+
 def cmd_graph(args: argparse.Namespace) -> int:
     from ..envs.workflow import graph_from_json, render_dot, render_svg
     from ..io import WorkflowRow, read_rows
@@ -201,6 +228,15 @@ def build_parser() -> argparse.ArgumentParser:
     publish.add_argument("--no-dvc-status", action="store_true",
                          help="skip `dvc status` (for a release built outside this project's pipeline)")
     publish.set_defaults(func=cmd_publish)
+    fetch = sub.add_parser("fetch-env", help="download one environment from a Hub copy of a release and grade it")
+    fetch.add_argument("repo", help="the Hub dataset repository, NAMESPACE/NAME (HF_ENDPOINT names another Hub)")
+    fetch.add_argument("env_id", help="an env_id of the dataset's rows (a folder under environments/)")
+    fetch.add_argument("--dest", required=True, help="folder to create (must not exist or be empty)")
+    fetch.add_argument("--revision", default="main")
+    fetch.add_argument("--answer", help="grade this answer file instead of re-checking the reference")
+    fetch.add_argument("--params", help="sandbox and answer limits (default: the release's recipe/params.yaml)")
+    fetch.add_argument("--no-check", action="store_true", help="only download; grade nothing")
+    fetch.set_defaults(func=cmd_fetch_env)
     graph = sub.add_parser("graph", help="print one seed program's workflow graph")
     graph.add_argument("seed_id", help="for example meadow-quadrats:diversity.py")
     graph.add_argument("--format", choices=["svg", "dot", "json"], default="svg")
