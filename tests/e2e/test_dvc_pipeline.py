@@ -15,9 +15,17 @@ TINY_REPOS = ["meadow-quadrats", "kinase-inhibitor-screen"]
 RUNNABLE_SCRIPTS = 4  # 2 + 2; kinase-inhibitor-screen/normalize_plate.py fails on purpose
 
 
+def _left_behind(folder, names):
+    """Bytecode, scratch and run caches stay behind; a package named `cache` (trailforge.cache) is code and travels."""
+    dropped = {"__pycache__", "tmp"}
+    if "cache" in names and not (os.path.isfile(os.path.join(folder, "cache", "__init__.py"))):
+        dropped.add("cache")
+    return [name for name in names if name in dropped]
+
+
 def _copy_project(dest):
     for name in ["recipe", "conf", "stages", "trailforge", ".dvc"]:
-        shutil.copytree(PROJECT_ROOT / name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "tmp", "cache"))
+        shutil.copytree(PROJECT_ROOT / name, dest / name, ignore=_left_behind)
     for name in ["dvc.yaml", ".dvcignore", ".gitignore"]:
         shutil.copy(PROJECT_ROOT / name, dest / name)
     for repo in TINY_REPOS:
