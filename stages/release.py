@@ -14,7 +14,7 @@ from trailforge.io import RepoRow, SeedRow, SnapshotRow, VerifiedTaskRow, read_r
 from trailforge.io.stage import params_or_exit
 from trailforge.release.card import code_version, params_sha256
 from trailforge.release.export import release
-from trailforge.release.report import write_release_report
+from trailforge.release.report import write_plot_tables, write_release_report
 from trailforge.release.stats import FUNNEL_STAGES, StageFolderError, read_stage_outcome, release_statistics
 
 UPSTREAM = [stage for stage in FUNNEL_STAGES if stage != "verify"]
@@ -50,10 +50,10 @@ def main() -> None:
     recipe_facts = {"llm_provider": cfg.llm.provider, "statements": cfg.tasks.statements}
     write_release_report(out, name=cfg.publish.name, recipe=cfg.recipe, params_hash=params_sha256(Path(args.params)),
                          version=version, stats=stats, recipe_facts=recipe_facts)
+    # The funnel is a plot (and each stage's own stats.json), not a second copy of those counts in this one.
+    write_plot_tables(stats, out / "plots")
     # stats.json is a DVC metric (not cached), so the dirty flag may live here and nowhere else.
     summary["code_version"] = version
-    summary["funnel"] = {step["stage"]: {"accepted": step["accepted"], "rejected": step["rejected"]}
-                         for step in stats["funnel"]}
     summary["diversity"] = {g["group"]: {"vendi": g["vendi"], "centroid_distance": g["centroid_distance"]}
                             for g in stats["diversity"]["groups"] if g["vendi"] is not None}
     summary["diversity_sample_size"] = stats["diversity"]["sample_size"]
