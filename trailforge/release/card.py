@@ -51,7 +51,8 @@ def code_version(project: Path) -> dict[str, Any]:
     Falls back to the installed package version outside a git checkout (or one with no commit yet).
     ``dirty`` looks only at the code (``trailforge/``, ``stages/``, ``dvc.yaml``, ``pyproject.toml``):
     ``dvc repro`` itself rewrites ``dvc.lock`` and ``compose`` rewrites ``params.yaml``, which would
-    otherwise mark every pipeline run dirty. It belongs in ``stats.json``, never in the card.
+    otherwise mark every pipeline run dirty. It belongs in the release's ``timings.json`` (not cached),
+    never in the card.
     """
     try:
         package = importlib.metadata.version("trailforge")
