@@ -177,7 +177,8 @@ def cmd_fetch_env(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from ..envs.workflow import graph_from_json, render_dot, render_svg
+    from ..envs.graph_render import render_dot, render_svg
+    from ..envs.workflow import graph_from_json
     from ..io import WorkflowRow, read_rows
 
     data = _folder(Path(args.workflows), "workflows folder", "build it with `dvc repro workflows`") / "data"
