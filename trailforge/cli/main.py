@@ -44,6 +44,17 @@ def _folder(path: Path, what: str, hint: str) -> Path:
     return path
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported like every other error of the command: one line, exit 2.
+
+    argparse prints the whole usage block before its message; the message alone names the problem, and
+    ``--help`` is one command away. Subcommand parsers are made of this class too (``add_subparsers``).
+    """
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
+
+
 def _split(args: list[str]) -> tuple[str, list[str]]:
     recipe, overrides = "demo", []
     for arg in args:
@@ -98,10 +109,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ..release.stage_summary import summary_line
 
     outputs = _folder(Path(args.outputs), "outputs folder", "build the corpus with `dvc repro` or pass --outputs DIR")
-    try:
-        stages = pipeline_stages(project_root())
-    except ConfigError:
-        stages = []  # outside a project: the stage folders found, by name
+    stages: list[str] = []
+    for start in (outputs.resolve(), None):  # the project the outputs belong to, else the one we are in
+        try:
+            stages = pipeline_stages(project_root(start))
+            break
+        except ConfigError:
+            continue  # outside any project: only the stage folders found, by name
     try:
         found = read_stage_stats(outputs, stages)
     except ValueError as exc:
@@ -269,8 +283,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trailforge", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="trailforge", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"trailforge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("ls", help="list recipes, config groups and options").set_defaults(func=cmd_ls)

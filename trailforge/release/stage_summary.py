@@ -14,8 +14,10 @@ HEADLINE_FIGURES: dict[str, list[tuple[str, str]]] = {
                 ("families", "families"), ("contaminated", "contaminated_items"),
                 ("redundancy_rate", "redundancy_rate")],
     "decontaminate": [("downweighted", "downweighted")],
+    # The sample next to a uniform one of the same size: what lineage-aware sampling is for.
     "sample": [("method", "method"), ("budget", "budget"), ("vendi", "selected.vendi"),
-               ("uniform_vendi", "uniform_same_size.vendi")],
+               ("uniform_vendi", "uniform_same_size.vendi"), ("redundancy_rate", "selected.redundancy_rate"),
+               ("uniform_redundancy_rate", "uniform_same_size.redundancy_rate")],
     "rollout": [("sft_records", "sft_records"), ("exit_status", "exit_status")],
     "ideation": [("retries", "retries")],
 }
