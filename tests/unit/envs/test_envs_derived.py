@@ -17,3 +17,26 @@ def test_zero_fill_of_a_block_hole_binds_every_defined_name():
     hole = {"kind": "block", "defines": {"rarest": None, "count": None},
             "stub": '    raise NotImplementedError("missing step: compute rarest, count")\n'}
     assert _zero_fill(hole) == "    rarest = count = 0\n"
+
+
+def test_block_holes_are_found_in_an_imported_module_of_the_program():
+    from types import SimpleNamespace
+
+    from trailforge.config.schema import TasksConfig
+    from trailforge.envs.derived import completion_holes
+    from trailforge.envs.workflow import analyse_program, build_graph
+
+    sources = {
+        "main.py": "from helper import fit\nprint('Slope:', fit([1.0, 2.0, 3.0], [2.0, 4.1, 6.2]))\n",
+        "helper.py": ("import numpy as np\n\n\ndef fit(x, y):\n"
+                      "    slope = np.polyfit(np.asarray(x), np.asarray(y), 1)[0]\n"
+                      "    return slope\n"),
+    }
+    program = analyse_program(sources, "main.py")
+    units = [{"path": u.path, "line": u.line, "count": 1} for u in program.units()]
+    trace = {"units": units, "values": [], "calls": [{"path": "helper.py", "line": 4, "function": "fit", "count": 1}]}
+    ctx = SimpleNamespace(program=program, sources=sources, graph=build_graph(program, trace, [], []),
+                          workflow=SimpleNamespace(trace=trace), cfg=TasksConfig(), modules={"np", "fit"},
+                          seed=SimpleNamespace(script="main.py"))
+    blocks = [h for h in completion_holes(ctx) if h["kind"] == "block"]
+    assert [(h["path"], h["line"], h["name"]) for h in blocks] == [("helper.py", 5, "slope")]
