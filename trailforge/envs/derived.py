@@ -156,6 +156,12 @@ def differences(schema: list[AnswerField], ref: dict, got: dict) -> dict[str, st
     return out
 
 
+def slightly_moved(schema: list[AnswerField], ref: dict, got: dict, changed: dict) -> list[str]:
+    """Fields not in ``changed`` whose value still differs from the reference at all (a residual's minimum moved
+    in its ninth digit): a statement must not call them correct."""
+    return [f.name for f in schema if f.name not in changed and f.name in got and got[f.name] != ref[f.name]]
+
+
 def fingerprint(schema: list[AnswerField], answer: dict) -> str:
     def rounded(value):
         if _is_number(value):
@@ -576,10 +582,12 @@ def build_corrections(ctx: SeedContext) -> list[TaskRow]:
             continue
         seen.add(print_key)
         original, mutated = mutated_line(source, mutation)
+        # A field the defect moved, but by less than the bar for "wrong", is neither wrong nor surely correct.
+        unclaimed = frozenset(slightly_moved(ctx.schema, ctx.answer, got, changed))
         statement, schema, answer = without_stated_fields(
             lambda s, a: correction_statement(ctx.seed.repo_id, ctx.seed.discipline, ctx.seed.script, ctx.data_lines,
                                               {k: v for k, v in changed.items() if k in a}, ctx.seed.program_files,
-                                              s, a),
+                                              s, a, unclaimed),
             ctx.schema, ctx.answer, ctx.data_text, ctx.recorder)
         changed = {k: v for k, v in changed.items() if k in answer}
         if statement is None or not changed:
@@ -592,7 +600,8 @@ def build_corrections(ctx: SeedContext) -> list[TaskRow]:
             negative_programs=[{"name": "defective", "entrypoint": ctx.seed.script, "files": mutant}],
             construction={"operator": mutation.operator, "description": OPERATORS[mutation.operator].description,
                           "path": mutation.path, "line": mutation.line, "original": original, "mutated": mutated,
-                          "changed_fields": sorted(changed), "mutant_answer_fingerprint": print_key},
+                          "changed_fields": sorted(changed), "mutant_answer_fingerprint": print_key,
+                          "unclaimed_fields": sorted(unclaimed & set(answer))},
         ))
     return sorted(tasks, key=lambda t: t.task_id)
 

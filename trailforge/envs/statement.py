@@ -554,13 +554,16 @@ def completion_statement(repo_id: str, discipline: str, script: str, data: list[
 
 
 def correction_statement(repo_id: str, discipline: str, script: str, data: list[str], symptoms: dict[str, str],
-                         program_files: list[str], schema: list[AnswerField], answer: dict) -> str:
+                         program_files: list[str], schema: list[AnswerField], answer: dict,
+                         unclaimed: frozenset[str] | set[str] = frozenset()) -> str:
+    """``unclaimed``: fields the defect moved too little to call wrong; the statement does not call them correct
+    either (``verify`` checks every claim with tolerances that may be tighter than the bar for "wrong")."""
     title, field_name, article = _title("Find and fix a defect in an analysis from", repo_id, discipline)
     script = inline_code(script)  # a repository path, as the statement shows it
     files = ", ".join(inline_code(p) for p in program_files)
     wrong = [f"- `{name}` is wrong ({symptom})." if symptom else f"- `{name}` is wrong." for name, symptom in
              symptoms.items()]
-    right = [f.name for f in schema if f.name not in symptoms]
+    right = [f.name for f in schema if f.name not in symptoms and f.name not in unclaimed]
     lines = [
         title,
         "",

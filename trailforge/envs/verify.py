@@ -153,7 +153,10 @@ def check_symptoms(task: TaskRow, expected: dict, defective: dict) -> None:
     """A Correction statement names the wrong fields and calls the rest correct: under the calibrated
     tolerances, each named field of the defective program's output must fail and each other one pass."""
     named = set(task.construction.get("changed_fields", []))
+    unclaimed = set(task.construction.get("unclaimed_fields", []))  # the statement calls these neither way
     for spec in expected["fields"]:
+        if spec["name"] in unclaimed:
+            continue
         ok = spec["name"] in defective and bool(_grader().check_field(spec, defective[spec["name"]]))
         if spec["name"] in named and ok:
             raise Rejected("symptom_mismatch", f"the statement calls {spec['name']} wrong, but the defective "

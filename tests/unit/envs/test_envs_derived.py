@@ -40,3 +40,15 @@ def test_block_holes_are_found_in_an_imported_module_of_the_program():
                           seed=SimpleNamespace(script="main.py"))
     blocks = [h for h in completion_holes(ctx) if h["kind"] == "block"]
     assert [(h["path"], h["line"], h["name"]) for h in blocks] == [("helper.py", 5, "slope")]
+
+
+def test_slightly_moved_fields_are_those_off_the_reference_but_not_changed():
+    from trailforge.envs.derived import differences, slightly_moved
+    from trailforge.io import AnswerField
+
+    schema = [AnswerField(name=n, type="number", label=n, source="stdout") for n in ("slope", "rmin", "mean")]
+    ref = {"slope": 2.0, "rmin": -10.45318729, "mean": 0.5}
+    got = {"slope": 2.5, "rmin": -10.45318999, "mean": 0.5}
+    changed = differences(schema, ref, got)
+    assert changed == {"slope": "it comes out too high"}
+    assert slightly_moved(schema, ref, got, changed) == ["rmin"]

@@ -249,3 +249,12 @@ def test_stated_fields_finds_a_count_equal_to_a_stated_line_count():
                  "## What to report\n- `y_count`: an integer\n- `y_mean`: a number\n")
     assert stated_fields(statement, schema, answer) == ["y_count"]
     assert stated_fields(statement.replace("4615 lines", "4616 lines"), schema, answer) == []
+
+
+def test_correction_statement_does_not_call_unclaimed_fields_correct():
+    from trailforge.envs.statement import correction_statement
+    schema = [AnswerField(name=n, type="number", label=n, source="stdout") for n in ("slope", "rmin", "mean")]
+    answer = {"slope": 2.0, "rmin": -10.4, "mean": 0.5}
+    text = correction_statement("org/x", "physics", "fit.py", [], {"slope": "it comes out too high"}, ["fit.py"],
+                                schema, answer, frozenset({"rmin"}))
+    assert "These results are already correct: `mean`." in text

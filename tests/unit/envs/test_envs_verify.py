@@ -536,3 +536,17 @@ def test_selects_a_value_reads_plot_anchor_and_printed_label():
     assert selects_a_value(AnswerField(name="b", type="number", label="depth, maximum of column d", source="stdout"))
     assert not selects_a_value(AnswerField(name="c", type="number", label="mean of the y values",
                                            source="plot:f1/ax1/line1#y.mean"))
+
+
+def test_a_field_the_statement_leaves_unclaimed_is_not_checked_either_way():
+    from trailforge.envs.verify import check_symptoms
+
+    expected = {"fields": [{"name": "slope", "type": "number", "value": 2.0, "rtol": 1e-6, "atol": 1e-9},
+                           {"name": "resid_min", "type": "number", "value": -10.4531872906, "rtol": 1e-6,
+                            "atol": 1e-9}]}
+    construction = {"changed_fields": ["slope"], "unclaimed_fields": ["resid_min"]}
+    task = make_task().model_copy(update={"task_type": "correction", "construction": construction})
+    check_symptoms(task, expected, {"slope": 2.5, "resid_min": -10.4531999})  # moved below the bar: no claim
+    claimed = task.model_copy(update={"construction": {"changed_fields": ["slope"]}})
+    with pytest.raises(Rejected):  # without the mark, "already correct" is checked and is false
+        check_symptoms(claimed, expected, {"slope": 2.5, "resid_min": -10.4531999})
