@@ -39,7 +39,7 @@ from .slicing import SliceError, slice_program
 from .statement import (
     completion_statement, correction_statement, describe_data_file, literal_values, subflow_statement,
 )
-from .tasks import still_fields, task_id_for
+from .tasks import still_fields, task_id_for, without_stated_fields, workspace_text
 from .workflow import MODULE_SCOPE, WRITE_CALLS, Program, Unit, analyse_program, graph_from_json, observations, unit_runs
 
 
@@ -67,6 +67,7 @@ class SeedContext:
     graph: nx.DiGraph = field(init=False)
     literals: set = field(init=False)
     modules: set[str] = field(init=False)  # names bound by imports: not data a statement should name
+    data_text: str = field(init=False)  # the data files as text: a string value found there is no leak
 
     def __post_init__(self):
         self.graph = graph_from_json(self.workflow.graph)
@@ -74,6 +75,7 @@ class SeedContext:
         for text in self.sources.values():
             self.literals |= literal_values(text)
         self.modules = {name for u in self.program.units() if u.kind in ("Import", "ImportFrom") for name in u.defs}
+        self.data_text = workspace_text(self.data)
 
     def rng(self, purpose: str) -> random.Random:
         digest = hashlib.sha256(f"{self.rng_seed}:{self.seed.seed_id}:{purpose}".encode()).hexdigest()
@@ -152,6 +154,12 @@ def differences(schema: list[AnswerField], ref: dict, got: dict) -> dict[str, st
         if diff is not None:
             out[spec.name] = diff
     return out
+
+
+def slightly_moved(schema: list[AnswerField], ref: dict, got: dict, changed: dict) -> list[str]:
+    """Fields not in ``changed`` whose value still differs from the reference at all (a residual's minimum moved
+    in its ninth digit): a statement must not call them correct."""
+    return [f.name for f in schema if f.name not in changed and f.name in got and got[f.name] != ref[f.name]]
 
 
 def fingerprint(schema: list[AnswerField], answer: dict) -> str:
@@ -264,8 +272,13 @@ def _subflow(ctx: SeedContext, target: dict, unit: Unit) -> TaskRow | None:
         negatives.append(defective)
     local = [ctx.sources[p] for p in ctx.seed.program_files]
     steps = [(defined, tuple(r for r in read if r not in ctx.modules), ops) for defined, read, ops in sliced.steps]
-    statement = subflow_statement(ctx.seed.repo_id, ctx.seed.discipline, ctx.seed.script, ctx.data_lines, name,
-                                  target["value"], steps, local[:1], schema, answer)
+    statement, schema, answer = without_stated_fields(
+        lambda s, a: subflow_statement(ctx.seed.repo_id, ctx.seed.discipline, ctx.seed.script, ctx.data_lines, name,
+                                       target["value"], steps, local[:1], s, a),
+        schema, answer, ctx.data_text, ctx.recorder)
+    if statement is None:
+        ctx.recorder.reject(item, "answer_in_statement", f"the statement gives the value of {name} itself")
+        return None
     return ctx.base_task(
         "subflow", f"{name}@{target['line']}",
         statement=statement, answer_schema=schema, reference_answer=answer,
@@ -367,9 +380,9 @@ def completion_holes(ctx: SeedContext) -> list[dict]:
         hole = _function_hole(ctx, name, path, def_line, body, call)
         if hole:
             holes.append(hole)
+    # Every file of the program: an entry script that only calls a module's function (ZLS92's two-line driver
+    # around def_gnss_sql.gnss_sql) has all its steps there. The hole must still change a graded field.
     for (path, scope_line), units in sorted(ctx.program.scopes.items()):
-        if path != ctx.seed.script:
-            continue
         for unit in units:
             hole = _block_hole(ctx, unit, units, runs, values)
             if hole:
@@ -470,12 +483,17 @@ def build_completions(ctx: SeedContext) -> list[TaskRow]:
             ctx.recorder.reject(item, "hole_not_graded", "filling the hole with zeros leaves every graded field "
                                 "as it is: what it computes is not part of the answer")
             continue
-        statement = completion_statement(ctx.seed.repo_id, ctx.seed.discipline, ctx.seed.script, ctx.data_lines,
-                                         hole, ctx.seed.program_files, ctx.schema, ctx.answer)
+        statement, schema, answer = without_stated_fields(
+            lambda s, a: completion_statement(ctx.seed.repo_id, ctx.seed.discipline, ctx.seed.script, ctx.data_lines,
+                                              hole, ctx.seed.program_files, s, a),
+            ctx.schema, ctx.answer, ctx.data_text, ctx.recorder)
+        if statement is None:
+            ctx.recorder.reject(item, "answer_in_statement", "the description of the hole gives every answer field")
+            continue
         construction = dict(hole)
         tasks.append(ctx.base_task(
             "completion", f"{hole['path']}:{hole['line']}",
-            statement=statement, answer_schema=ctx.schema, reference_answer=ctx.answer,
+            statement=statement, answer_schema=schema, reference_answer=answer,
             reference_program=dict(ctx.sources), workspace_program=incomplete,
             negative_programs=[{"name": "incomplete", "entrypoint": ctx.seed.script, "files": incomplete}],
             construction=construction,
@@ -564,16 +582,26 @@ def build_corrections(ctx: SeedContext) -> list[TaskRow]:
             continue
         seen.add(print_key)
         original, mutated = mutated_line(source, mutation)
-        statement = correction_statement(ctx.seed.repo_id, ctx.seed.discipline, ctx.seed.script, ctx.data_lines,
-                                         changed, ctx.seed.program_files, ctx.schema, ctx.answer)
+        # A field the defect moved, but by less than the bar for "wrong", is neither wrong nor surely correct.
+        unclaimed = frozenset(slightly_moved(ctx.schema, ctx.answer, got, changed))
+        statement, schema, answer = without_stated_fields(
+            lambda s, a: correction_statement(ctx.seed.repo_id, ctx.seed.discipline, ctx.seed.script, ctx.data_lines,
+                                              {k: v for k, v in changed.items() if k in a}, ctx.seed.program_files,
+                                              s, a, unclaimed),
+            ctx.schema, ctx.answer, ctx.data_text, ctx.recorder)
+        changed = {k: v for k, v in changed.items() if k in answer}
+        if statement is None or not changed:
+            ctx.recorder.reject(item, "answer_in_statement", "the statement gives every field the defect changes")
+            continue
         tasks.append(ctx.base_task(
             "correction", key,
-            statement=statement, answer_schema=ctx.schema, reference_answer=ctx.answer,
+            statement=statement, answer_schema=schema, reference_answer=answer,
             reference_program=dict(ctx.sources), workspace_program=mutant,
             negative_programs=[{"name": "defective", "entrypoint": ctx.seed.script, "files": mutant}],
             construction={"operator": mutation.operator, "description": OPERATORS[mutation.operator].description,
                           "path": mutation.path, "line": mutation.line, "original": original, "mutated": mutated,
-                          "changed_fields": sorted(changed), "mutant_answer_fingerprint": print_key},
+                          "changed_fields": sorted(changed), "mutant_answer_fingerprint": print_key,
+                          "unclaimed_fields": sorted(unclaimed & set(answer))},
         ))
     return sorted(tasks, key=lambda t: t.task_id)
 

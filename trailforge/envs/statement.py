@@ -304,6 +304,44 @@ def parameters(source: str) -> list[str]:
     return lines
 
 
+def field_needles(field: AnswerField, value, workspace_text: str) -> list[str]:
+    """The printed forms of one field's value that would give it away (``verify`` looks for them in the
+    statement and the workspace; ``tasks`` drops a field whose value its own statement states)."""
+    if field.type == "number" and isinstance(value, float):
+        if len(re.sub(r"[^0-9]", "", f"{abs(value):g}").lstrip("0")) < 3:
+            return []
+        needles = [repr(value)]
+        if field.decimals:
+            needles.append(f"{value:.{field.decimals}f}")
+            needles.append(f"{value:.{field.decimals}e}")  # as printed in scientific notation
+        return needles
+    if field.type == "integer" and isinstance(value, int) and abs(value) >= 1000:
+        return [str(value)]
+    if field.type == "string" and isinstance(value, str) and len(value) >= 3 and value not in workspace_text:
+        return [value]  # a category present in the data is a choice, not a leak
+    return []
+
+
+def contains_number(text: str, needle: str) -> bool:
+    if not any(c.isdigit() for c in needle):
+        return re.search(rf"(?<![\w]){re.escape(needle)}(?![\w])", text) is not None
+    return re.search(rf"(?<![\w.]){re.escape(needle)}(?![\w])", text) is not None
+
+
+def prose(statement: str) -> str:
+    """What a statement says before its list of fields (field labels may name other values)."""
+    return statement.split("\n## What to report", 1)[0]
+
+
+def stated_fields(statement: str, schema: list[AnswerField], answer: dict, workspace_text: str = "") -> list[str]:
+    """Fields whose value the statement's prose already gives: a count of points equal to the line count of
+    the data file it describes, the size of a series a Completion hole must define. Asking for them tests
+    nothing, and ``verify`` would reject the whole task as an answer leak."""
+    text = prose(statement)
+    return [f.name for f in schema
+            if any(contains_number(text, n) for n in field_needles(f, answer.get(f.name), workspace_text))]
+
+
 _PLOT_LABEL = re.compile(r"[^\w .,'%/()+|^-]")
 
 
@@ -516,13 +554,16 @@ def completion_statement(repo_id: str, discipline: str, script: str, data: list[
 
 
 def correction_statement(repo_id: str, discipline: str, script: str, data: list[str], symptoms: dict[str, str],
-                         program_files: list[str], schema: list[AnswerField], answer: dict) -> str:
+                         program_files: list[str], schema: list[AnswerField], answer: dict,
+                         unclaimed: frozenset[str] | set[str] = frozenset()) -> str:
+    """``unclaimed``: fields the defect moved too little to call wrong; the statement does not call them correct
+    either (``verify`` checks every claim with tolerances that may be tighter than the bar for "wrong")."""
     title, field_name, article = _title("Find and fix a defect in an analysis from", repo_id, discipline)
     script = inline_code(script)  # a repository path, as the statement shows it
     files = ", ".join(inline_code(p) for p in program_files)
     wrong = [f"- `{name}` is wrong ({symptom})." if symptom else f"- `{name}` is wrong." for name, symptom in
              symptoms.items()]
-    right = [f.name for f in schema if f.name not in symptoms]
+    right = [f.name for f in schema if f.name not in symptoms and f.name not in unclaimed]
     lines = [
         title,
         "",

@@ -21,7 +21,7 @@ from ..sandbox import run_cached
 from .answers import answer_from_run, extract_answer
 from .dependence import VARIANTS, moved_fields, perturb_files
 from .protocol import RunProtocol, recorded_request, run_note
-from .statement import describe_data_file, literal_values, reproduction_statement
+from .statement import describe_data_file, literal_values, reproduction_statement, stated_fields
 
 
 @functools.cache
@@ -61,10 +61,16 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
                         "the program printed no 'label: value' result, wrote no readable JSON/CSV result "
                         "and drew no figure with data")
         return None
-    data_lines = [describe_data_file(f, (tree / f.path).read_bytes()) for f in seed.data_files]
-    statement = reproduction_statement(
-        seed.repo_id, seed.discipline, seed.script, data_lines, [program[p] for p in seed.program_files], schema, answer
-    )
+    data = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
+    data_lines = [describe_data_file(f, data[f.path]) for f in seed.data_files]
+    sources = [program[p] for p in seed.program_files]
+    statement, schema, answer = without_stated_fields(
+        lambda s, a: reproduction_statement(seed.repo_id, seed.discipline, seed.script, data_lines, sources, s, a),
+        schema, answer, workspace_text(data), recorder)
+    if statement is None:
+        recorder.reject(task_id, "answer_in_statement", "every answer field is given by the statement itself "
+                        "(a count equal to a data file's stated line count)")
+        return None
     return TaskRow(
         task_id=task_id,
         task_type="reproduction",
@@ -84,6 +90,33 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
         distributions=seed.distributions,
         sandbox_spec=seed.sandbox_spec,
     )
+
+
+def workspace_text(data: dict[str, bytes]) -> str:
+    """The data files as text, as ``verify`` reads them when it looks for leaked values."""
+    return "\n".join(d.decode("utf-8", errors="replace") for d in data.values())
+
+
+def without_stated_fields(build, schema, answer, text: str, recorder: StageRecorder):
+    """``(statement, schema, answer)``: ``build(schema, answer)``'s statement, without the fields whose value
+    its own prose gives (the statement is built again without them); statement None when no field is left.
+
+    A statement describes its data ("4615 lines") and, for a Completion, the size of what the hole must
+    define: a count of points equal to such a number is read off the statement, not computed, and would make
+    ``verify`` reject the whole task as an answer leak. Only that field goes; the rest of the task stands."""
+    statement = build(schema, answer)
+    given = set(stated_fields(statement, schema, answer, text))
+    if not given:
+        return statement, schema, answer
+    recorder.count("answer_fields_given_by_statement", len(given))
+    schema = [f for f in schema if f.name not in given]
+    answer = {f.name: answer[f.name] for f in schema}
+    if not schema:
+        return None, schema, answer
+    statement = build(schema, answer)
+    if stated_fields(statement, schema, answer, text):  # the prose changed with the fields: give up on it
+        return None, schema, answer
+    return statement, schema, answer
 
 
 def drop_echoed_settings(schema, answer, program: dict[str, str], recorder: StageRecorder):

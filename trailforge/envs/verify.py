@@ -39,7 +39,7 @@ from ..sandbox import RunRequest, Sandbox, run_cached
 from . import statement
 from .answers import answer_from_run, parse_scalar, resolution
 from .protocol import RunProtocol, recorded_request
-from .statement import analysis_numbers
+from .statement import analysis_numbers, contains_number as _contains_number, field_needles, prose as _prose
 from .tasks import eval_script
 
 
@@ -153,7 +153,10 @@ def check_symptoms(task: TaskRow, expected: dict, defective: dict) -> None:
     """A Correction statement names the wrong fields and calls the rest correct: under the calibrated
     tolerances, each named field of the defective program's output must fail and each other one pass."""
     named = set(task.construction.get("changed_fields", []))
+    unclaimed = set(task.construction.get("unclaimed_fields", []))  # the statement calls these neither way
     for spec in expected["fields"]:
+        if spec["name"] in unclaimed:
+            continue
         ok = spec["name"] in defective and bool(_grader().check_field(spec, defective[spec["name"]]))
         if spec["name"] in named and ok:
             raise Rejected("symptom_mismatch", f"the statement calls {spec['name']} wrong, but the defective "
@@ -547,23 +550,6 @@ def leak_needles(task: TaskRow, workspace_text: str) -> list[str]:
     return sorted(needles)
 
 
-def field_needles(field, value: Any, workspace_text: str) -> list[str]:
-    """The printed forms of one field's value that would give it away."""
-    if field.type == "number" and isinstance(value, float):
-        if len(re.sub(r"[^0-9]", "", f"{abs(value):g}").lstrip("0")) < 3:
-            return []
-        needles = [repr(value)]
-        if field.decimals:
-            needles.append(f"{value:.{field.decimals}f}")
-            needles.append(f"{value:.{field.decimals}e}")  # as printed in scientific notation
-        return needles
-    if field.type == "integer" and abs(value) >= 1000:
-        return [str(value)]
-    if field.type == "string" and len(value) >= 3 and value not in workspace_text:
-        return [value]  # a category present in the data is a choice, not a leak
-    return []
-
-
 def _significant_forms(value: float) -> list[str]:
     """Printed forms of an intermediate value that would identify it (three or more significant digits)."""
     forms = {repr(value)}
@@ -580,7 +566,7 @@ def _code_lines(text: str) -> list[str]:
 
 def check_construction(task: TaskRow) -> None:
     """What makes a derived task a task: the hole is really empty, the defect really there, nothing given away."""
-    prose = task.statement.split("\n## What to report", 1)[0]
+    prose = _prose(task.statement)
     for value in task.derived_values:
         for form in _significant_forms(value):
             if _contains_number(prose, form):
@@ -646,6 +632,16 @@ def check_specified(task: TaskRow, workspace: dict[str, bytes]) -> None:
                        unstated=len(missing))
 
 
+_ORDER_STATISTIC = re.compile(r"\b(minimum|maximum)\b", re.IGNORECASE)
+
+
+def selects_a_value(field) -> bool:
+    """True for a field that picks one of the values it is computed over (a minimum or maximum): its value
+    may stand in the data it was picked from."""
+    anchor = field.source.rpartition("#")[2]
+    return anchor.rpartition(".")[2] in ("min", "max") or bool(_ORDER_STATISTIC.search(field.label))
+
+
 def check_isolation(task: TaskRow, workspace: dict[str, bytes]) -> None:
     program_hashes = {hashlib.sha256(t.encode("utf-8")).hexdigest() for t in task.reference_program.values()}
     for path, data in workspace.items():
@@ -655,7 +651,7 @@ def check_isolation(task: TaskRow, workspace: dict[str, bytes]) -> None:
     needles = leak_needles(task, "\n".join(texts.values()))
     # Field labels may legitimately name other values (a JSON key that is a year, say); the
     # rest of the statement, and each field's own label, must not contain its value.
-    prose = task.statement.split("\n## What to report", 1)[0]
+    prose = _prose(task.statement)
     for needle in needles:
         if _contains_number(prose, needle):
             raise Rejected("answer_leak", f"the statement contains the reference value {needle!r}")
@@ -663,10 +659,15 @@ def check_isolation(task: TaskRow, workspace: dict[str, bytes]) -> None:
         own = field_needles(field, task.reference_answer[field.name], "")
         if any(_contains_number(field.label, n) for n in own):
             raise Rejected("answer_leak", f"the label of field {field.name} contains its own value")
+    # The minimum or maximum of values the program read is one of those values: finding it in the data is
+    # what the question asks for, not evidence of a results file (a plotted raw column, a GC-skew table).
+    joined = "\n".join(texts.values())
+    computed = sorted({n for field in task.answer_schema if not selects_a_value(field)
+                       for n in field_needles(field, task.reference_answer[field.name], joined)})
     for path, text in texts.items():
         # Integers in input data are usually years, counts or ids the answer picks among: only
         # non-integer values count as evidence of a results file.
-        found = [n for n in needles if re.search(r"\d[.eE]", n) and _contains_number(text, n)]
+        found = [n for n in computed if re.search(r"\d[.eE]", n) and _contains_number(text, n)]
         digits = [len(re.sub(r"\D", "", n).lstrip("0")) for n in found]
         # One short number can match input data by chance; a long one, or several, means a results file.
         if any(d >= 6 for d in digits) or sum(d >= 4 for d in digits) >= 2:
@@ -676,10 +677,3 @@ def check_isolation(task: TaskRow, workspace: dict[str, bytes]) -> None:
         for path, text in texts.items():
             if body and sum(line in text for line in body) >= max(3, len(body) // 2):
                 raise Rejected("program_leak", f"workspace file {path} contains the reference program's code")
-
-
-def _contains_number(text: str, needle: str) -> bool:
-    if not any(c.isdigit() for c in needle):
-        return re.search(rf"(?<![\w]){re.escape(needle)}(?![\w])", text) is not None
-    return re.search(rf"(?<![\w.]){re.escape(needle)}(?![\w])", text) is not None
-

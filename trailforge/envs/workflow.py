@@ -75,6 +75,7 @@ class Unit:
     effect: bool  # a bare call that may change hidden state (a random seed, sys.path)
     reads_strings: tuple[str, ...] = field(default=())
     header_names: frozenset[str] = field(default=frozenset())  # bound by a loop or `with` header
+    method_calls: frozenset[str] = field(default=frozenset())  # `obj.name(...)` calls of methods the program defines
 
     @property
     def node_id(self) -> str:
@@ -88,6 +89,8 @@ class Program:
     scopes: dict[tuple[str, int], list[Unit]]
     functions: dict[str, tuple[str, int]]  # function name -> scope key (path, def line)
     entry: str
+    # method name -> scope keys of every class method of that name (``b.run()`` may call any of them)
+    methods: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
 
     def units(self):
         for key in sorted(self.scopes):
@@ -134,6 +137,8 @@ def analyse_statement(node: ast.stmt, aliases: dict[str, str]) -> dict[str, Any]
     kills: set[str] = set()
     calls: list[str] = []
     called_names: set[str] = set()
+    attributes: set[str] = set()  # names called as `obj.name(...)`
+    receivers: dict[str, set[str]] = {}  # attribute called -> the names it was called on
     strings: list[str] = []
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         defs.add(node.name)
@@ -173,9 +178,12 @@ def analyse_statement(node: ast.stmt, aliases: dict[str, str]) -> dict[str, Any]
                 if sub.func.id in _BUILTINS and sub.func.id not in aliases:
                     calls.append(sub.func.id)
             elif isinstance(sub.func, ast.Attribute):
+                attributes.add(sub.func.attr)
                 root = _root_name(sub.func.value)
                 inplace = any(k.arg == "inplace" and isinstance(k.value, ast.Constant) and k.value.value is True
                               for k in sub.keywords)
+                if root and root not in aliases:
+                    receivers.setdefault(sub.func.attr, set()).add(root)
                 if root and root not in aliases and (sub.func.attr in MUTATING_METHODS or inplace):
                     defs.add(root)
                     uses.add(root)
@@ -193,7 +201,8 @@ def analyse_statement(node: ast.stmt, aliases: dict[str, str]) -> dict[str, Any]
     defs -= private - kills
     uses -= private
     ordered = list(dict.fromkeys(calls))
-    return {"defs": defs, "kills": kills, "uses": uses, "calls": ordered, "local": called_names, "strings": strings}
+    return {"defs": defs, "kills": kills, "uses": uses, "calls": ordered, "local": called_names, "strings": strings,
+            "attributes": attributes, "receivers": receivers}
 
 
 def _is_effect(node: ast.stmt, calls: list[str]) -> bool:
@@ -208,11 +217,19 @@ def _first_line(node) -> int:
     return min([node.lineno, *[d.lineno for d in decorators]])
 
 
-def _units(body: list[ast.stmt], path: str, scope: str, scope_line: int, aliases, local_names) -> list[Unit]:
+def _units(body: list[ast.stmt], path: str, scope: str, scope_line: int, aliases, local_names,
+           method_names: frozenset[str] = frozenset()) -> list[Unit]:
     units = []
     for index, node in enumerate(body):
         info = analyse_statement(node, aliases)
         local_calls = frozenset(info["local"] & local_names)
+        # `obj.run(...)` may run any method named run; `Bucket(...)` runs Bucket.__init__ (keyed by the class name)
+        method_calls = frozenset((info.get("attributes", set()) & method_names)
+                                 | {c for c in info["local"] & method_names if c[:1].isupper() and c not in local_names})
+        for method in method_calls:  # a method of the program may change the object it is called on
+            receivers = info.get("receivers", {}).get(method, set())
+            info["defs"] |= receivers
+            info["uses"] |= receivers
         is_def = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         header: set[str] = set()
         if isinstance(node, (ast.For, ast.AsyncFor)):
@@ -229,7 +246,7 @@ def _units(body: list[ast.stmt], path: str, scope: str, scope_line: int, aliases
             defs=frozenset(info["defs"]), kills=frozenset(info["kills"]), uses=frozenset(info["uses"]),
             calls=tuple(c for c in info["calls"]), local_calls=local_calls,
             effect=_is_effect(node, info["calls"]), reads_strings=tuple(info["strings"]),
-            header_names=frozenset(header),
+            header_names=frozenset(header), method_calls=method_calls,
         ))
     return units
 
@@ -246,15 +263,34 @@ def analyse_program(sources: dict[str, str], entry: str) -> Program:
                 # The entry script's own definition wins when two files define the same name.
                 if node.name not in functions or path == entry:
                     functions[node.name] = (path, _first_line(node))
+    # Methods of the module-level classes are scopes too (``Class.method``): a model written as a class
+    # (hydroRaVENS' Buckets.initialize/run/finalize) had no traced line, so no graph, Completion or Correction.
+    methods: dict[str, list[tuple[str, int]]] = {}
+    for path in sorted(trees):
+        for node in trees[path].body:
+            if isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        methods.setdefault(item.name, []).append((path, _first_line(item)))
+                        if item.name == "__init__":  # `Bucket(3.0)` runs Bucket.__init__
+                            methods.setdefault(node.name, []).append((path, _first_line(item)))
+    method_names = frozenset(methods)
     scopes = {}
     for path, tree in trees.items():
         aliases = import_aliases(tree)
-        scopes[(path, MODULE_SCOPE)] = _units(tree.body, path, "<module>", MODULE_SCOPE, aliases, local_names)
+        scopes[(path, MODULE_SCOPE)] = _units(tree.body, path, "<module>", MODULE_SCOPE, aliases, local_names,
+                                              method_names)
         for node in tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 key = (path, _first_line(node))
-                scopes[key] = _units(node.body, path, node.name, key[1], aliases, local_names)
-    return Program(scopes=scopes, functions=functions, entry=entry)
+                scopes[key] = _units(node.body, path, node.name, key[1], aliases, local_names, method_names)
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        key = (path, _first_line(item))
+                        scopes[key] = _units(item.body, path, f"{node.name}.{item.name}", key[1], aliases,
+                                             local_names, method_names)
+    return Program(scopes=scopes, functions=functions, entry=entry, methods=methods)
 
 
 def trace_plan(program: Program) -> dict[str, Any]:
@@ -282,6 +318,12 @@ def build_graph(program: Program, trace: dict[str, Any], data_files: list[str], 
     for name, (path, line) in program.functions.items():
         returns[name] = f"return:{path}:{name}"
         graph.add_node(returns[name], kind="return", function=name, path=path, line=line)
+    method_returns: dict[tuple[str, int], str] = {}
+    for keys in program.methods.values():
+        for key in keys:
+            scope = program.scope_name(key)
+            method_returns[key] = f"return:{key[0]}:{scope}"
+            graph.add_node(method_returns[key], kind="return", function=scope, path=key[0], line=key[1])
     for (path, scope_line), units in sorted(program.scopes.items()):
         latest: dict[str, str] = {}
         for unit in units:
@@ -299,6 +341,14 @@ def build_graph(program: Program, trace: dict[str, Any], data_files: list[str], 
                     graph.add_edge(source, unit.node_id)
             for function in sorted(unit.local_calls):
                 graph.add_edge(returns[function], unit.node_id)
+            for method in sorted(unit.method_calls):
+                # What the method computes (its return, the state it leaves) flows into the call; the object and
+                # arguments at the call flow into the method's body, which may print or save them.
+                for key in program.methods[method]:
+                    graph.add_edge(method_returns[key], unit.node_id)
+                    for callee in program.scopes.get(key, []):
+                        if callee.kind not in ("FunctionDef", "AsyncFunctionDef", "ClassDef"):
+                            graph.add_edge(unit.node_id, callee.node_id)
             for text in unit.reads_strings:
                 for data in data_files:
                     if text == data or text.endswith("/" + data) or data.endswith("/" + text) and "/" in text:
@@ -323,6 +373,11 @@ def build_graph(program: Program, trace: dict[str, Any], data_files: list[str], 
                 latest[name] = var
         if scope_line == MODULE_SCOPE:
             module_latest.update({(path, n): v for n, v in latest.items()})
+        elif (path, scope_line) in method_returns:
+            # A method's effect is also the state it leaves on its object: every operation feeds its summary.
+            for unit in units:
+                if graph.has_node(unit.node_id):
+                    graph.add_edge(unit.node_id, method_returns[(path, scope_line)])
         elif program.scope_name((path, scope_line)) in returns:
             # Every operation of a function feeds what it returns (a conservative summary).
             for unit in units:

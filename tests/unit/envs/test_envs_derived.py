@@ -17,3 +17,38 @@ def test_zero_fill_of_a_block_hole_binds_every_defined_name():
     hole = {"kind": "block", "defines": {"rarest": None, "count": None},
             "stub": '    raise NotImplementedError("missing step: compute rarest, count")\n'}
     assert _zero_fill(hole) == "    rarest = count = 0\n"
+
+
+def test_block_holes_are_found_in_an_imported_module_of_the_program():
+    from types import SimpleNamespace
+
+    from trailforge.config.schema import TasksConfig
+    from trailforge.envs.derived import completion_holes
+    from trailforge.envs.workflow import analyse_program, build_graph
+
+    sources = {
+        "main.py": "from helper import fit\nprint('Slope:', fit([1.0, 2.0, 3.0], [2.0, 4.1, 6.2]))\n",
+        "helper.py": ("import numpy as np\n\n\ndef fit(x, y):\n"
+                      "    slope = np.polyfit(np.asarray(x), np.asarray(y), 1)[0]\n"
+                      "    return slope\n"),
+    }
+    program = analyse_program(sources, "main.py")
+    units = [{"path": u.path, "line": u.line, "count": 1} for u in program.units()]
+    trace = {"units": units, "values": [], "calls": [{"path": "helper.py", "line": 4, "function": "fit", "count": 1}]}
+    ctx = SimpleNamespace(program=program, sources=sources, graph=build_graph(program, trace, [], []),
+                          workflow=SimpleNamespace(trace=trace), cfg=TasksConfig(), modules={"np", "fit"},
+                          seed=SimpleNamespace(script="main.py"))
+    blocks = [h for h in completion_holes(ctx) if h["kind"] == "block"]
+    assert [(h["path"], h["line"], h["name"]) for h in blocks] == [("helper.py", 5, "slope")]
+
+
+def test_slightly_moved_fields_are_those_off_the_reference_but_not_changed():
+    from trailforge.envs.derived import differences, slightly_moved
+    from trailforge.io import AnswerField
+
+    schema = [AnswerField(name=n, type="number", label=n, source="stdout") for n in ("slope", "rmin", "mean")]
+    ref = {"slope": 2.0, "rmin": -10.45318729, "mean": 0.5}
+    got = {"slope": 2.5, "rmin": -10.45318999, "mean": 0.5}
+    changed = differences(schema, ref, got)
+    assert changed == {"slope": "it comes out too high"}
+    assert slightly_moved(schema, ref, got, changed) == ["rmin"]

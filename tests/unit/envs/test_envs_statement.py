@@ -238,3 +238,23 @@ def test_statement_rewrite_must_keep_significant_digits():
     assert check_rewrite(task, keeps) is None
     drops = "Write answer.json with `rate` (the original analysis reports 4 decimal places) from the data now."
     assert check_rewrite(task, drops)[0] == "rewrite_drops_rounding"
+
+
+def test_stated_fields_finds_a_count_equal_to_a_stated_line_count():
+    from trailforge.envs.statement import stated_fields
+    schema = [AnswerField(name="y_count", type="integer", label="number of y values", source="plot:f#y.count"),
+              AnswerField(name="y_mean", type="number", label="mean of the y values", source="plot:f#y.mean")]
+    answer = {"y_count": 4615, "y_mean": 130.48849284139123}
+    statement = ("# Reproduce\n\n## Input data (in your working directory)\n- `data/PORD.txt` (text, 4615 lines)\n\n"
+                 "## What to report\n- `y_count`: an integer\n- `y_mean`: a number\n")
+    assert stated_fields(statement, schema, answer) == ["y_count"]
+    assert stated_fields(statement.replace("4615 lines", "4616 lines"), schema, answer) == []
+
+
+def test_correction_statement_does_not_call_unclaimed_fields_correct():
+    from trailforge.envs.statement import correction_statement
+    schema = [AnswerField(name=n, type="number", label=n, source="stdout") for n in ("slope", "rmin", "mean")]
+    answer = {"slope": 2.0, "rmin": -10.4, "mean": 0.5}
+    text = correction_statement("org/x", "physics", "fit.py", [], {"slope": "it comes out too high"}, ["fit.py"],
+                                schema, answer, frozenset({"rmin"}))
+    assert "These results are already correct: `mean`." in text

@@ -511,3 +511,42 @@ def test_printed_precision_that_does_not_fit_the_value_is_not_used():
     tol = calibrate(task, {}, VerifierConfig(), printed={"jaccard": [0.5, 0.5]})  # two resolutions, three values
     assert tol["jaccard"]["atols"] == calibrate(task, {}, VerifierConfig())["jaccard"]["atols"]
     assert tol["jaccard"]["atols"] != pytest.approx([0.505] * 3)
+
+
+def test_minimum_of_read_values_found_in_the_data_is_not_a_leak():
+    # A figure that plots a raw column: its minimum is one of the file's values (the Ryn-Oliphant tensile data).
+    schema = [AnswerField(name="stress_y_min", type="number", label="minimum of the y values of the line",
+                          source="plot:fig1/ax1/line1#y.min", resolution=5e-4)]
+    task = make_task(schema=schema, reference={"stress_y_min": -115.099})
+    check_isolation(task, {"data/temps.csv": DATA, "data/raw.txt": b"0.0 12.019\n0.5 -115.099\n1.0 56.806\n"})
+
+
+def test_computed_value_next_to_a_minimum_in_a_results_file_is_still_a_leak():
+    schema = [AnswerField(name="y_min", type="number", label="minimum of the y values", source="plot:f#y.min"),
+              AnswerField(name="y_mean", type="number", label="mean of the y values", source="plot:f#y.mean")]
+    task = make_task(schema=schema, reference={"y_min": -115.099, "y_mean": 0.3263773655982925})
+    with pytest.raises(Rejected) as info:
+        check_isolation(task, {"data/temps.csv": DATA, "out.txt": b"min -115.099 mean 0.3263773655982925\n"})
+    assert info.value.reason == "answer_leak"
+
+
+def test_selects_a_value_reads_plot_anchor_and_printed_label():
+    from trailforge.envs.verify import selects_a_value
+    assert selects_a_value(AnswerField(name="a", type="number", label="x", source="plot:f1/ax1/line1#y.max"))
+    assert selects_a_value(AnswerField(name="b", type="number", label="depth, maximum of column d", source="stdout"))
+    assert not selects_a_value(AnswerField(name="c", type="number", label="mean of the y values",
+                                           source="plot:f1/ax1/line1#y.mean"))
+
+
+def test_a_field_the_statement_leaves_unclaimed_is_not_checked_either_way():
+    from trailforge.envs.verify import check_symptoms
+
+    expected = {"fields": [{"name": "slope", "type": "number", "value": 2.0, "rtol": 1e-6, "atol": 1e-9},
+                           {"name": "resid_min", "type": "number", "value": -10.4531872906, "rtol": 1e-6,
+                            "atol": 1e-9}]}
+    construction = {"changed_fields": ["slope"], "unclaimed_fields": ["resid_min"]}
+    task = make_task().model_copy(update={"task_type": "correction", "construction": construction})
+    check_symptoms(task, expected, {"slope": 2.5, "resid_min": -10.4531999})  # moved below the bar: no claim
+    claimed = task.model_copy(update={"construction": {"changed_fields": ["slope"]}})
+    with pytest.raises(Rejected):  # without the mark, "already correct" is checked and is false
+        check_symptoms(claimed, expected, {"slope": 2.5, "resid_min": -10.4531999})

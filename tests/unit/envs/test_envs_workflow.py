@@ -192,3 +192,61 @@ def test_tracer_records_files_opened_for_writing_even_when_unchanged(tmp_path):
     from trailforge.envs.seeds import output_folders
 
     assert output_folders(work, trace["writes"]) == ["exported"]
+
+
+CLASS_PROGRAM = '''import json
+
+
+class Bucket:
+    def __init__(self, tau):
+        self.tau = tau
+        self.stored = 0.0
+        self.out = []
+
+    def run(self, rain):
+        for r in rain:
+            self.stored += r
+            q = self.stored / self.tau
+            self.stored -= q
+            self.out.append(q)
+
+    def finalize(self):
+        mean_q = sum(self.out) / len(self.out)
+        print(f"Mean discharge: {mean_q:.4f}")
+
+
+def main():
+    with open("data/rain.json") as fh:
+        rain = json.load(fh)
+    b = Bucket(3.0)
+    b.run(rain)
+    b.finalize()
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_methods_of_a_class_are_traced_and_feed_what_the_program_prints(tmp_path):
+    from trailforge.envs.derived import feeds_output, innermost_unit
+
+    work = tmp_path / "work"
+    (work / "data").mkdir(parents=True)
+    (work / "data" / "rain.json").write_text(json.dumps([1.0, 0.0, 2.0, 4.0]))
+    (work / "prog.py").write_text(CLASS_PROGRAM)
+    program = analyse_program({"prog.py": CLASS_PROGRAM}, "prog.py")
+    assert {program.scope_name(k) for k in program.scopes} >= {"Bucket.run", "Bucket.finalize", "Bucket.__init__"}
+    (work / PLAN_FILE).write_text(json.dumps(trace_plan(program)))
+    shutil.copy(TRACE_RUNNER, work / ".tf_trace.py")
+    done = subprocess.run([sys.executable, ".tf_trace.py", "--values", "prog.py"], cwd=work, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    trace = json.loads((work / ".tf_trace.json").read_text())
+    q_line = CLASS_PROGRAM.splitlines().index("            q = self.stored / self.tau") + 1
+    assert q_line in trace["lines"]["prog.py"]  # a line inside a method executed and was recorded
+    graph = build_graph(program, trace, ["data/rain.json"], [])
+    # the discharge computed in run() reaches the print in finalize() through the object
+    assert feeds_output(graph, innermost_unit(program, "prog.py", q_line).node_id)
+    tau_line = CLASS_PROGRAM.splitlines().index("        self.tau = tau") + 1
+    assert feeds_output(graph, innermost_unit(program, "prog.py", tau_line).node_id)
