@@ -4,10 +4,10 @@
    mutants in the sandbox) with a cold cache: the recipe is built up to the stage's inputs once, then
    the stage is run with ``executor=local`` (1 and 2 threads) and with ``executor=ray`` on a cluster
    of one process (head only) and of two (head + one worker node), each node offering one CPU.
-   Printed: items, the map's wall time and items/s (from the stage's stats), and per-node items.
+   Printed: items, the map's wall time and items/s (from the stage's timings.json), and per-node items.
 2. ``--demo``: the whole corpus (discover ... release) built with ``executor=local`` and with
    ``executor=ray`` on the two-process cluster, in the same project folder with cold caches; prints how
-   many output files were compared and which differ (stats.json without measured figures; the
+   many output files were compared and which differ (timings.json, the measured figures, is not; the
    release card and report are left out since they record the sha256 of params.yaml, which names
    the executor).
 
@@ -57,11 +57,11 @@ def run_stage(project: Path, stage: str, args: list[str], cache: Path, out: str 
 
 
 def stage_figures(project: Path, out: str, stage: str, elapsed: float) -> dict:
-    stats = json.loads((project / out / "stats.json").read_text())
+    timings = json.loads((project / out / "timings.json").read_text())
     upstream = INPUT_ITEMS[stage]
     items = _row_count(project / "out" / upstream)
-    ray = stats.get("executor", {}).get(stage)
-    map_s = ray["wall_s"] if ray else stats["wall_s"]
+    ray = timings.get("executor", {}).get(stage)
+    map_s = ray["wall_s"] if ray else timings["wall_s"]
     return {"items": items, "map_s": round(map_s, 2), "items_per_s": round(items / map_s, 3),
             "stage_s": round(elapsed, 2), "nodes": {k: v["items"] for k, v in (ray or {}).get("nodes", {}).items()}}
 

@@ -36,7 +36,8 @@ def figures(project: Path) -> dict:
     out = {}
     for stage in ("seeds", "verify"):
         stats = json.loads((project / "outputs" / stage / "stats.json").read_text())
-        out[stage] = {"cache_hits": stats["cache"]["hits"], "cache_misses": stats["cache"]["misses"],
+        timings = json.loads((project / "outputs" / stage / "timings.json").read_text())
+        out[stage] = {"cache_hits": timings["cache"]["hits"], "cache_misses": timings["cache"]["misses"],
                       "accepted": stats["accepted"]}
     out["environments"] = json.loads((project / "outputs/release/stats.json").read_text())["environments"]
     return out

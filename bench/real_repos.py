@@ -110,8 +110,9 @@ def run_stages(project: Path, through: str, cache: Path) -> list[dict]:
                           reject_reasons=stats.get("reject_reasons", {}))
             if stats.get("counters"):  # e.g. tasks: answer fields that did / did not move with the data
                 record["counters"] = stats["counters"]
-            if "environment_ladder" in stats:  # what each rung of the dependency ladder cost (seeds)
-                record["environment_ladder"] = stats["environment_ladder"]
+            timings = json.loads((stats_path.parent / "timings.json").read_text())
+            if "environment_ladder" in timings:  # what each rung of the dependency ladder cost (seeds)
+                record["environment_ladder"] = timings["environment_ladder"]
         else:
             record["crash"] = (done.stderr.strip() or done.stdout.strip())[-6000:]
         done_stages.append(record)

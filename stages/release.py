@@ -12,9 +12,10 @@ from pathlib import Path
 
 from trailforge.io import RepoRow, SeedRow, SnapshotRow, VerifiedTaskRow, read_rows
 from trailforge.io.stage import params_or_exit
+from trailforge.io.store import STATS_FILE, TIMINGS_FILE, write_json
 from trailforge.release.card import code_version, params_sha256
 from trailforge.release.export import release
-from trailforge.release.report import write_release_report
+from trailforge.release.report import write_plot_tables, write_release_report
 from trailforge.release.stats import FUNNEL_STAGES, StageFolderError, read_stage_outcome, release_statistics
 
 UPSTREAM = [stage for stage in FUNNEL_STAGES if stage != "verify"]
@@ -50,14 +51,16 @@ def main() -> None:
     recipe_facts = {"llm_provider": cfg.llm.provider, "statements": cfg.tasks.statements}
     write_release_report(out, name=cfg.publish.name, recipe=cfg.recipe, params_hash=params_sha256(Path(args.params)),
                          version=version, stats=stats, recipe_facts=recipe_facts)
-    # stats.json is a DVC metric (not cached), so the dirty flag may live here and nowhere else.
-    summary["code_version"] = version
-    summary["funnel"] = {step["stage"]: {"accepted": step["accepted"], "rejected": step["rejected"]}
-                         for step in stats["funnel"]}
+    # The funnel is a plot (and each stage's own stats.json), not a second copy of those counts in this one.
+    write_plot_tables(stats, out / "plots")
     summary["diversity"] = {g["group"]: {"vendi": g["vendi"], "centroid_distance": g["centroid_distance"]}
                             for g in stats["diversity"]["groups"] if g["vendi"] is not None}
     summary["diversity_sample_size"] = stats["diversity"]["sample_size"]
-    (out / "stats.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_json(out / STATS_FILE, summary)
+    # The commit (and the dirty flag) change with every commit while the corpus need not: not a metric, so
+    # `dvc exp show` does not list it for every experiment; timings.json is not cached, so the dirty flag may
+    # live there and nowhere else (never in the card, which is cached).
+    write_json(out / TIMINGS_FILE, {"stage": "release", "code_version": version})
     if version["dirty"]:
         print(f"note: the code has uncommitted changes on top of {version['commit']}", file=sys.stderr)
     print(json.dumps({k: summary[k] for k in ("stage", "name", "environments", "by_task_type")}, sort_keys=True))

@@ -7,6 +7,7 @@ from trailforge.envs.workflow import trace_seed
 from trailforge.executor import build_executor
 from trailforge.io import SeedRow, StageRecorder, WorkflowRow, read_rows
 from trailforge.io.stage import params_or_exit, print_summary, stage_args, timed
+from trailforge.io.store import TIMINGS_FILE
 from trailforge.sandbox import build_sandbox
 
 
@@ -15,7 +16,7 @@ def main() -> None:
     cfg = params_or_exit(args.params)
     recorder = StageRecorder("workflows")
     seeds = read_rows(Path(args.seeds) / "data", SeedRow)
-    plain_s = _plain_durations(Path(args.seeds) / "stats.json")
+    plain_s = _plain_durations(Path(args.seeds) / TIMINGS_FILE)
     sandbox, executor, cache = build_sandbox(cfg.sandbox), build_executor(cfg.executor), ContentCache(cache_dir_from_env())
     with timed(recorder.figures):
         rows = executor.map(
@@ -27,10 +28,11 @@ def main() -> None:
     print_summary(recorder.write([r for r in rows if r is not None], WorkflowRow, Path(args.out)))
 
 
-def _plain_durations(stats: Path) -> dict[str, float]:
-    """The seeds stage's measured run time per seed (for the slowdown report only; absent is fine)."""
+def _plain_durations(timings: Path) -> dict[str, float]:
+    """The seeds stage's measured run time per seed (for the slowdown figure only; absent is fine, which is
+    why timings.json is no DVC dep of this stage)."""
     try:
-        return {k: float(v) for k, v in json.loads(stats.read_text())["durations_s"].items()}
+        return {k: float(v) for k, v in json.loads(timings.read_text())["durations_s"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 

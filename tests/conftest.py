@@ -56,6 +56,11 @@ def stats(folder: Path) -> dict:
     return json.loads((folder / "stats.json").read_text())
 
 
+def timings(folder: Path) -> dict:
+    """A stage's measured figures (cache hits, model usage, timings), kept apart from the counts in stats.json."""
+    return json.loads((folder / "timings.json").read_text())
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     folder = tmp_path / "project"

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import make_repo, run_stage, stats, write_params
+from conftest import make_repo, run_stage, timings, write_params
 from trailforge.io import RepoRow, read_rejects, read_rows
 from trailforge.testing.github_server import FakeGitHubServer
 from trailforge.testing.openai_server import FakeOpenAIServer
@@ -71,7 +71,7 @@ def test_search_filters_clones_and_caches(world, monkeypatch):
     assert ("someone/meadow-fork", "fork_or_archived") in reasons
     assert ("lab-notes", "no_data_files") in reasons
     assert not any("tiny" in item for item, _ in reasons), "the stars qualifier keeps it out of the results"
-    figures = stats(project / "out/discover")["github"]
+    figures = timings(project / "out/discover")["github"]
     assert figures["rate_limit_waits"] == 2
     cached = "".join(p.read_text() for p in (project / "cache").rglob("*.json"))
     assert "ghp-test-secret" not in cached

@@ -1,8 +1,8 @@
 """Stage tier: the tiny recipe on a real two-process Ray cluster (loopback) builds the same corpus as locally.
 
 Both runs use the same project folder (outputs name paths inside it) and cold caches of their own;
-every parquet file, every released environment file and the stats (all but measured figures) must
-be byte-identical. Then a worker node is killed mid-stage and the stage still ends with the same outputs.
+every parquet file, every released environment file and every stats.json (counts; the measured figures
+are in timings.json) must be byte-identical. Then a worker node is killed mid-stage and the stage still ends with the same outputs.
 The lineage stage's similarity work (signals, benchmark matching) on the cluster gives the same graph.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PROJECT_ROOT, run_stage, write_params
+from conftest import PROJECT_ROOT, run_stage, timings, write_params
 from trailforge.config import compose, validate
 from trailforge.config import write_params as write_composed_params
 
@@ -60,9 +60,9 @@ def test_ray_corpus_is_byte_identical_to_local(runs):
     assert sorted(expected) == sorted(actual)
     assert any(p.startswith("release/environments/") for p in expected)
     assert {p for p in expected if expected[p] != actual.get(p)} == set()
-    # The ray run recorded where its items ran; the stats differ from local only by such figures.
+    # The ray run recorded where its items ran, among its measured figures.
     verify_stats = json.loads((project / "out/verify/stats.json").read_text())
-    nodes = verify_stats["executor"]["verify"]["nodes"]
+    nodes = timings(project / "out/verify")["executor"]["verify"]["nodes"]
     assert sum(n["items"] for n in nodes.values()) == verify_stats["accepted"] + verify_stats["rejected"]
 
 
@@ -90,8 +90,8 @@ def test_stage_survives_a_worker_node_killed_mid_stage(runs, cluster, tmp_path):
     actual = {k.replace("verify-killed/", "verify/"): v for k, v in corpus_digest(project / "out").items()
               if k.startswith("verify-killed/") and k != "verify-killed/stats.json"}
     assert actual == expected and len(actual) >= 2  # data shards and rejects.parquet
-    # A retried item may find what its killed attempt already cached, so cache figures may differ; the
-    # outcome may not.
+    # A retried item may find what its killed attempt already cached, so cache figures (timings.json) may
+    # differ; the outcome may not.
     outcome = ("accepted", "rejected", "reject_reasons")
     local_stats = json.loads((local / "verify/stats.json").read_text())
     killed_stats = json.loads((project / "out/verify-killed/stats.json").read_text())
@@ -114,5 +114,6 @@ def test_lineage_similarity_work_on_the_cluster_gives_the_same_graph(cluster, tm
     assert ray == local
     figures = json.loads((tmp_path / "ray/out/lineage/stats.json").read_text())
     assert figures["contamination_seeds"]["benchmark_ngram"] >= 1
+    throughput = timings(tmp_path / "ray/out/lineage")["executor"]
     for label in ("lineage signals", "benchmark matching"):
-        assert sum(n["items"] for n in figures["executor"][label]["nodes"].values()) >= 1
+        assert sum(n["items"] for n in throughput[label]["nodes"].values()) >= 1

@@ -5,7 +5,7 @@ import hashlib
 import signal
 import time
 
-from conftest import make_repo, run_stage, stats, write_params
+from conftest import make_repo, run_stage, stats, timings, write_params
 from trailforge.io import SeedRow, read_rows
 
 SCRIPT = (
@@ -46,12 +46,13 @@ def test_killed_seeds_run_resumes_to_identical_outputs(project, tmp_path):
     assert 2 <= finished_before_kill < 6, "the kill must land in the middle of the stage"
 
     run_stage(project, "seeds", "--snapshots", "out/snapshot", "--out", "out/seeds", cache=cache)
-    resumed = stats(project / "out/seeds")["counters"]
+    resumed = timings(project / "out/seeds")["counters"]
     assert resumed["executions_cached"] == finished_before_kill
     assert resumed["executions_run"] == 6 - finished_before_kill
 
     run_stage(project, "seeds", "--snapshots", "out/snapshot", "--out", "out/clean",
               cache=tmp_path / "cache-clean")
     assert _digest(project / "out/seeds") == _digest(project / "out/clean")
+    assert stats(project / "out/seeds") == stats(project / "out/clean"), "counts do not depend on the cache"
     seeds = read_rows(project / "out/seeds/data", SeedRow)
     assert len(seeds) == len({s.seed_id for s in seeds}) == 5

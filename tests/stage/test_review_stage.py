@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import DOMINANCE_FILES, build_to_tasks, run_stage, stats, write_params
+from conftest import DOMINANCE_FILES, build_to_tasks, run_stage, stats, timings, write_params
 from trailforge.io import TaskRow, VerifiedTaskRow, read_rejects, read_rows
 from trailforge.testing.openai_server import FakeOpenAIServer
 
@@ -42,22 +42,23 @@ def _verify(built, server, name, extra=()):
                                         "verifier.max_repair_rounds=2", *extra])
     done = run_stage(project, "verify", "--tasks", "out/tasks", "--out", f"out/{name}", cache=root / f"cache-{name}")
     rows = read_rows(project / f"out/{name}/data", VerifiedTaskRow)
-    return done, rows, read_rejects(project / f"out/{name}/rejects.parquet"), stats(project / f"out/{name}")
+    out = project / f"out/{name}"
+    return done, rows, read_rejects(out / "rejects.parquet"), stats(out), timings(out)["llm"]
 
 
 def test_a_good_task_passes_the_first_review_with_a_difficulty(built):
     with FakeOpenAIServer(responder=scripted("good")) as server:
-        _, rows, rejects, figures = _verify(built, server, "good")
+        _, rows, rejects, figures, usage = _verify(built, server, "good")
     assert len(rows) == 1 and not rejects
     assert rows[0].checks["review"]["rounds"] == 0 and rows[0].checks["difficulty"]["level"] == 2
-    assert figures["counters"]["review_first_round_pass"] == 1 and figures["llm"]["calls"] == 1
+    assert figures["counters"]["review_first_round_pass"] == 1 and usage["calls"] == 1
 
 
 def test_a_repairable_task_is_recovered_and_its_program_and_answer_do_not_move(built):
     project = built[0]
     before = read_rows(project / "out/tasks/data", TaskRow)[0]
     with FakeOpenAIServer(responder=scripted("repairable")) as server:
-        _, rows, rejects, figures = _verify(built, server, "repaired")
+        _, rows, rejects, figures, _ = _verify(built, server, "repaired")
         assert server.calls == 3  # review, repair, review
     assert len(rows) == 1 and not rejects
     after = rows[0]
@@ -71,18 +72,18 @@ def test_a_repairable_task_is_recovered_and_its_program_and_answer_do_not_move(b
                                                         ("hopeless", "review_rejected", 5)])
 def test_unrepairable_and_never_good_enough_tasks_are_rejected(built, reviewer, reason, requests):
     with FakeOpenAIServer(responder=scripted(reviewer)) as server:
-        _, rows, rejects, figures = _verify(built, server, reviewer)
+        _, rows, rejects, _, usage = _verify(built, server, reviewer)
     # hopeless: 3 reviews and 2 repairs (max_repair_rounds=2); a repeated identical request is a cache hit
-    assert figures["llm"]["calls"] + figures["llm"]["cached_calls"] == requests
+    assert usage["calls"] + usage["cached_calls"] == requests
     assert rows == [] and [r.reason for r in rejects] == [reason]
 
 
 def test_a_budget_exhausted_mid_verify_leaves_consistent_outputs_and_says_what_was_not_done(built):
     with FakeOpenAIServer(responder=scripted("repairable")) as server:  # one endpoint for both runs
-        done, rows, rejects, _ = _verify(built, server, "budget", ["budget.max_llm_calls=1"])
+        done, rows, rejects, _, _ = _verify(built, server, "budget", ["budget.max_llm_calls=1"])
         assert server.calls == 1
         assert rows == [] and [r.reason for r in rejects] == ["budget_exhausted"]
         assert "not reviewed" in done.stdout
-        _, rows, _, figures = _verify(built, server, "budget", ["budget.max_llm_calls=10"])
+        _, rows, _, _, usage = _verify(built, server, "budget", ["budget.max_llm_calls=10"])
         assert server.calls == 3, "the finished review is reused from the cache; only the rest is asked"
-    assert len(rows) == 1 and figures["llm"]["cached_calls"] == 1
+    assert len(rows) == 1 and usage["cached_calls"] == 1

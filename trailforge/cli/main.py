@@ -8,8 +8,11 @@
   trailforge report [--outputs DIR]              accepted / rejected counts and reasons per stage
   trailforge recheck [DIR]                       re-run every exported environment's controls from its folder
   trailforge publish [--release DIR] [--dry-run]  push the release's changed files to the Hub (publish.repo_id)
+  trailforge fetch-env REPO ENV_ID --dest DIR [--answer FILE]  download one environment from a Hub copy of a
+                                                 release and grade its reference (or your) answer with its eval
   trailforge graph SEED_ID [--format svg|dot|json]  print a seed program's workflow graph (picture, Graphviz, node-link)
   trailforge review-sheet [--size N] [--min-per-stratum K]  a stratified, blinded review sheet of verified environments
+  trailforge deps [--check | --write]            each stage's code deps from its imports; compare with / rewrite dvc.yaml
   trailforge audit PATH [--out DIR] [--tokenizer NAME] [--topic-pattern REGEX] [--no-plots]
                                                  length, composition, tool-use and linkage audit of a chat-format
                                                  trajectory corpus (JSONL, parquet, or a save_to_disk folder)
@@ -128,18 +131,47 @@ def cmd_recheck(args: argparse.Namespace) -> int:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     from ..config import load_params
-    from ..release.publish import PublishError, publish_release, recipe_files
+    from ..release.publish import PublishError, pipeline_status, publish_release, recipe_files
 
     params = Path(args.params)
     cfg = load_params(params)
+    root = project_root(params.resolve().parent)
     try:
-        files = recipe_files(project_root(params.resolve().parent), params)
-        summary = publish_release(Path(args.release), cfg.publish, files, dry_run=args.dry_run)
+        if (root / "dvc.lock").is_file() and not args.no_dvc_status:  # a DVC-built release: ask DVC too
+            pipeline_status(root, cfg.publish.set)
+        files = recipe_files(root, params)
+        summary = publish_release(Path(args.release), cfg.publish, files, dry_run=args.dry_run,
+                                  selection_dir=Path(args.outputs) / cfg.publish.set)
     except PublishError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(summary, indent=2, sort_keys=True))
     return 0
+
+
+def cmd_fetch_env(args: argparse.Namespace) -> int:
+    from ..config import load_params
+    from ..release.fetch import FetchError, fetch_environment, grade_fetched, release_config
+    from ..sandbox import build_sandbox
+
+    try:
+        answer = Path(args.answer).read_bytes() if args.answer else None
+    except OSError as exc:
+        print(f"error: cannot read the answer file: {exc}", file=sys.stderr)
+        return 2
+    try:
+        fetched = fetch_environment(args.repo, args.env_id, Path(args.dest), revision=args.revision)
+        if args.no_check:
+            print(json.dumps({"env_id": args.env_id, "folder": str(fetched.folder)}, indent=2))
+            return 0
+        cfg = load_params(args.params) if args.params else release_config(fetched.params)
+        report = grade_fetched(fetched.folder, build_sandbox(cfg.sandbox), cfg.budget.max_answer_fields,
+                               cfg.budget.max_table_rows, answer)
+    except FetchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(report, indent=2, sort_keys=True))
+    return 0 if report.get("accepted", report.get("ok")) else 1
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
@@ -165,6 +197,43 @@ def cmd_review_sheet(args: argparse.Namespace) -> int:
     summary = write_audit(tasks, Path(args.out), args.size, args.min_per_stratum, args.seed)
     print(json.dumps(summary, indent=2, sort_keys=True))
     return 0
+
+
+def cmd_deps(args: argparse.Namespace) -> int:
+    from ..io.code_deps import DepsError, check_deps, generated_deps, rewrite_deps
+
+    dvc_file = Path(args.dvc_file) if args.dvc_file else project_root() / "dvc.yaml"
+    if not dvc_file.is_file():
+        print(f"error: no {dvc_file}", file=sys.stderr)
+        return 2
+    root, text = dvc_file.resolve().parent, dvc_file.read_text(encoding="utf-8")
+    try:
+        if args.check:
+            drift = check_deps(text, root, where=str(dvc_file))
+            for stage in drift:
+                print(f"{stage.stage} ({stage.module}):")
+                print("".join(f"  missing {path}\n" for path in stage.missing) + "".join(
+                    f"  stale   {path}\n" for path in stage.stale), end="")
+            if drift:
+                print(f"{dvc_file}: the code deps of {len(drift)} stage(s) differ from their imports; "
+                      "`trailforge deps --write` rewrites them", file=sys.stderr)
+                return 1
+            print(f"{dvc_file}: every stage's code deps match its imports")
+            return 0
+        wanted = generated_deps(text, root, where=str(dvc_file))
+        if args.write:
+            new = rewrite_deps(text, wanted, where=str(dvc_file))
+            if new != text:
+                dvc_file.write_text(new, encoding="utf-8")
+            done = "rewrote the code deps of {} stages" if new != text else "the code deps of {} stages were right"
+            print(f"{dvc_file}: {done.format(len(wanted))}")
+            return 0
+        for stage, deps in wanted.items():
+            print(f"{stage}:" + "".join(f"\n  - {path}" for path in deps))
+        return 0
+    except DepsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
@@ -219,8 +288,20 @@ def build_parser() -> argparse.ArgumentParser:
     publish = sub.add_parser("publish", help="push the release to a Hugging Face Hub dataset repository")
     publish.add_argument("--release", default="outputs/release")
     publish.add_argument("--params", default="params.yaml", help="publish settings (default: params.yaml)")
+    publish.add_argument("--outputs", default="outputs", help="stage folders; publish.set=sample reads outputs/sample")
     publish.add_argument("--dry-run", action="store_true", help="list what would be uploaded; write nothing")
+    publish.add_argument("--no-dvc-status", action="store_true",
+                         help="skip `dvc status` (for a release built outside this project's pipeline)")
     publish.set_defaults(func=cmd_publish)
+    fetch = sub.add_parser("fetch-env", help="download one environment from a Hub copy of a release and grade it")
+    fetch.add_argument("repo", help="the Hub dataset repository, NAMESPACE/NAME (HF_ENDPOINT names another Hub)")
+    fetch.add_argument("env_id", help="an env_id of the dataset's rows (a folder under environments/)")
+    fetch.add_argument("--dest", required=True, help="folder to create (must not exist or be empty)")
+    fetch.add_argument("--revision", default="main")
+    fetch.add_argument("--answer", help="grade this answer file instead of re-checking the reference")
+    fetch.add_argument("--params", help="sandbox and answer limits (default: the release's recipe/params.yaml)")
+    fetch.add_argument("--no-check", action="store_true", help="only download; grade nothing")
+    fetch.set_defaults(func=cmd_fetch_env)
     graph = sub.add_parser("graph", help="print one seed program's workflow graph")
     graph.add_argument("seed_id", help="for example meadow-quadrats:diversity.py")
     graph.add_argument("--format", choices=["svg", "dot", "json"], default="svg")
@@ -233,6 +314,12 @@ def build_parser() -> argparse.ArgumentParser:
     sheet.add_argument("--min-per-stratum", type=int, default=2)
     sheet.add_argument("--seed", type=int, default=0)
     sheet.set_defaults(func=cmd_review_sheet)
+    deps = sub.add_parser("deps", help="each dvc.yaml stage's code deps, from the imports of its stage module")
+    mode = deps.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="exit 1 and list missing and stale entries on drift")
+    mode.add_argument("--write", action="store_true", help="rewrite the code entries of each stage's deps")
+    deps.add_argument("--dvc-file", help="the dvc.yaml to read (default: the project's)")
+    deps.set_defaults(func=cmd_deps)
     audit = sub.add_parser("audit", help="audit a chat-format trajectory corpus (JSONL, parquet, save_to_disk folder)")
     audit.add_argument("path", help="a .jsonl[.gz] or .parquet file, a save_to_disk folder, or a folder of shards")
     audit.add_argument("--out", help="report folder (default: outputs/corpus_audit)")

@@ -320,6 +320,9 @@ class PublishConfig(_Strict):
     private: bool = Field(True, description="visibility when the repository is created; an existing one keeps its own")
     push: bool = False
     token_env: str = Field("HF_TOKEN", min_length=1, description="environment variable holding the Hub token")
+    set: Literal["release", "decontaminate", "sample"] = Field(
+        "release", description="which environments go up: the whole release, those decontaminate kept, or the "
+                               "budgeted sample (the card says which)")
 
     @model_validator(mode="before")
     @classmethod

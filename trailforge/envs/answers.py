@@ -41,9 +41,12 @@ _LINE = re.compile(
 # Any line shaped like ``Label: value``, also where the label does not start with a letter.
 _LABELLED = re.compile(r"^\s*(?P<label>[^:=\n]{1,400}?)\s*[:=]\s*(?P<value>\S.{0,80}?)\s*$")
 # A log level or a warning's or exception's class name, as a label: the line is a log line.
-_LOG_LABEL = re.compile(r"(?i)(warning|warn|error|info|debug|critical|traceback|exception|\w+(warning|error))")
 # A number with a point in a label means the line is a sentence carrying results, not a label.
 _SENTENCE_NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
+# A value that is a number and more ("3.25 m", "12 stations", "2.5 +/- 0.1 m/s") is a quantity, not a category:
+# with one word after it, the word is its unit; anything longer is left to the printed reader.
+_MEASURED = re.compile(r"^(?P<number>[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?)\s+"
+                       r"(?:(?P<word>[A-Za-z%][\w/^%-]{0,19})\s*$)?")
 RESULT_DIR = "result"  # where a Subflow reference program saves its target
 _INT = re.compile(r"^[+-]?\d+$")
 _FLOAT = re.compile(r"^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?$")
@@ -93,9 +96,14 @@ def label_problem(text: str) -> str | None:
         return "unsafe_label_characters"
     if len(text.split()) > MAX_LABEL_WORDS:
         return "unsafe_label_words"
-    if _INSTRUCTION_WORDS.intersection(re.findall(r"[a-z]+", text.lower())):
+    if has_instruction_words(text):
         return "unsafe_label_instructions"
     return None
+
+
+def has_instruction_words(text: str) -> bool:
+    """Whether ``text`` speaks to the reader (``ignore``, ``answer``, ...), whatever its length."""
+    return bool(_INSTRUCTION_WORDS.intersection(re.findall(r"[a-z]+", text.lower())))
 
 
 def field_name(*parts: str) -> tuple[str | None, str | None]:
@@ -199,10 +207,13 @@ def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 
         loose = _LABELLED.match(line)
         if loose and _SENTENCE_NUMBER.search(loose.group("label")):
             continue  # "The slope is 2.31 m/s with R^2 = 0.98" is a sentence: printed reads it
+        measured = _MEASURED.match(loose.group("value")) if loose else None
+        if measured and not measured.group("word"):
+            continue  # "slope = 2.5 +/- 0.1 m/s": a measured number, which printed reads with its unit
         if loose and parse_scalar(loose.group("value")) is not None:
             taken.add(n)  # a Label: value line even where _LINE refuses its label ("95% CI: 9.6"): as before
         match = _LINE.match(line)
-        if not match or _LOG_LABEL.fullmatch(match.group("label").strip()):
+        if not match or printed.is_log_label(match.group("label")):
             continue  # "WARNING: step size 0.01 too big" is a log line, not a result
         parsed = parse_scalar(match.group("value"))
         if parsed is None:
@@ -210,9 +221,13 @@ def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 
         kind, value, decimals = parsed
         label = match.group("label").strip()
         unit = (match.group("unit") or "").strip() or None
+        if measured and kind == "string":  # "Mean depth: 3.25 m": the number, and the word is its unit
+            kind, value, decimals = parse_scalar(measured.group("number"))
+            unit = unit or measured.group("word")
         name, problem = field_name(label)
         problem = problem or (label_problem(unit) if unit else None)  # the unit is quoted next to the label
-        res = resolution(match.group("value").strip().rstrip(".,;")) if kind == "number" else None
+        shown = measured.group("number") if measured else match.group("value").strip().rstrip(".,;")
+        res = resolution(shown) if kind == "number" else None
         out.add(name, problem, kind, value, label, "stdout", unit=unit, decimals=decimals, resolution=res)
     for path in sorted(files):
         text = files[path]
@@ -262,25 +277,28 @@ def _summarise_file_table(out: _Collector, text: str, delimiter: str, path: str,
         out.add_reading(reading, f"file:{path}", precision)
 
 
-def answer_from_run(result, answer_from: str, max_fields: int, max_rows: int):
+def answer_from_run(result, answer_from: str, max_fields: int, max_rows: int, precision: dict | None = None,
+                    cwd: str = "."):
     """``(schema, answer)`` of one sandbox run: everything it printed and wrote (``outputs``), or only
-    the files it saved under ``result/`` (``result_files``, Subflow). The plot recorder's file is read as
-    figures, never as a JSON result."""
+    the files it saved under ``result/`` of its working folder ``cwd`` (``result_files``, Subflow; the
+    run's file paths are relative to the scratch root). The plot recorder's file is read as figures,
+    never as a JSON result."""
     from .plots import read_plots
 
     texts, plots = {}, {}
+    results = RESULT_DIR + "/" if cwd in ("", ".") else f"{cwd.strip('/')}/{RESULT_DIR}/"
     for path, data in result.files.items():
         if path == PLOTS_FILE:
             plots = read_plots(data) if answer_from == "outputs" else {}
             continue
-        if answer_from == "result_files" and not path.startswith(RESULT_DIR + "/") or not is_result_file(path):
+        if answer_from == "result_files" and not path.startswith(results) or not is_result_file(path):
             continue
         try:
             texts[path] = data.decode("utf-8")
         except UnicodeDecodeError:
             texts[path] = None
     stdout = result.stdout if answer_from == "outputs" else ""
-    schema, answer, _ = extract_answer(stdout, texts, max_fields, max_rows, plots=plots)
+    schema, answer, _ = extract_answer(stdout, texts, max_fields, max_rows, plots=plots, precision=precision)
     return schema, answer
 
 

@@ -11,9 +11,12 @@ and the same notation; whole numbers of two or more digits are scaled and rounde
 while one-digit integers (flags, categories, indices), zero-padded codes, a header line and numbers
 inside words, dates, times and paths are left alone. Fields that did not move (or a program that
 failed) get further tries (``VARIANTS``): only decimal numbers scaled, then some rows dropped, then
-one-digit counts moved by one. ``.npy`` arrays of floats are scaled elementwise. Files in other formats are
-kept as they are; a seed none of whose files can be perturbed cannot be checked, and that is a
-counted reject (``data_not_perturbable``), never a pass.
+one-digit counts moved by one. ``.npy`` arrays of floats are scaled elementwise. Files in other formats
+(MATLAB ``.mat``, Excel, images) cannot be edited without their library; when the program reads two or
+more of them with the same extension, the last try resamples at the level of files: their contents are
+rotated among their paths (each still a real file of the same format and schema, now the "wrong" one).
+A seed none of whose files can be perturbed either way cannot be checked, and that is a counted reject
+(``data_not_perturbable``), never a pass.
 """
 from __future__ import annotations
 
@@ -92,13 +95,33 @@ VARIANTS = (
     {"name": "scaled_decimals", "integers": False, "drop": 0.0},
     {"name": "rows_dropped", "integers": False, "drop": 0.15},
     {"name": "small_counts", "integers": "all", "drop": 0.0},
+    {"name": "files_rotated", "integers": False, "drop": 0.0, "rotate": True},
 )
 
 
+def rotate_files(data: dict[str, bytes]) -> dict[str, bytes]:
+    """Each group of two or more files with one extension and differing contents, its contents moved one
+    path along (in path order): the same formats at the same paths, the data of another file in each."""
+    groups: dict[str, list[str]] = {}
+    for path in sorted(data):
+        suffix = path.rsplit("/", 1)[-1].rpartition(".")[2].lower() if "." in path.rsplit("/", 1)[-1] else ""
+        groups.setdefault(suffix, []).append(path)
+    out = dict(data)
+    for paths in groups.values():
+        if len(paths) >= 2 and len({data[p] for p in paths}) >= 2:
+            for path, source in zip(paths, paths[1:] + paths[:1]):
+                out[path] = data[source]
+    return out
+
+
 def perturb_files(data: dict[str, bytes], seed: int, jitter: float = 0.1, integers: bool | str = True,
-                  drop: float = 0.0) -> tuple[dict[str, bytes], list[str]]:
+                  drop: float = 0.0, rotate: bool = False) -> tuple[dict[str, bytes], list[str]]:
     """Perturbed copies of ``data`` (same paths) and the paths whose content changed. ``integers=False``
-    leaves whole numbers alone and ``"all"`` moves one-digit ones too; ``drop`` also removes that fraction of each text file's data rows."""
+    leaves whole numbers alone and ``"all"`` moves one-digit ones too; ``drop`` also removes that fraction
+    of each text file's data rows; ``rotate`` moves file contents among paths instead (``rotate_files``)."""
+    if rotate:
+        out = rotate_files(data)
+        return out, [p for p in sorted(data) if out[p] != data[p]]
     rng = random.Random(seed)
     out, changed = {}, []
     for path in sorted(data):

@@ -22,11 +22,12 @@ import math
 import re
 from typing import Any
 
-from .answers import field_name, label_problem, resolution
+from . import printed
+from .answers import field_name, has_instruction_words, label_problem, resolution
 
 SHORT_SERIES = 20  # a series of at most this many values is asked for whole
 MAX_LABEL = 120  # what the extractor keeps of a field's label
-_UNIT = re.compile(r"^(?P<name>.*?)\s*\((?P<unit>[^()]{1,20})\)\s*$")
+_UNIT = re.compile(r"^(?P<name>.*?)\s*(?:\((?P<unit>[^()]{1,20})\)|\[(?P<bracketed>[^\[\]]{1,20})\])\s*$")
 _KIND_WORDS = {"line": "line", "scatter": "scatter points", "errorbar": "error bar series", "bars": "bars",
                "hist": "histogram", "image": "image"}
 
@@ -77,21 +78,25 @@ def _plain(text: str) -> str:
     return _MATH.sub(inner, text)
 
 
-def _long(text: str) -> bool:
-    """A title refused only for its length (a sentence describing the plot), not for what it says."""
-    return label_problem(text) in ("unsafe_label_length", "unsafe_label_words")
+def _descriptive(text: str) -> bool:
+    """A title refused for its length or its characters (a sentence describing the plot, ``beta=0.35,
+    R0=2.33``), not for speaking to the reader: it is not quoted, and names come from elsewhere."""
+    return label_problem(text) is not None and not has_instruction_words(text)
 
 
 def _axes_fields(fields: list, axes: dict, place: str, source: str, short: int) -> None:
-    title, ylabel = _plain(_text(axes.get("title"))), _plain(_text(axes.get("ylabel")))
-    if title and _long(title) and (ylabel or place):
+    raw_title, ylabel = _plain(_text(axes.get("title"))), _plain(_text(axes.get("ylabel")))
+    title = raw_title
+    if title and _descriptive(title) and (ylabel or place):
         title = ""  # a descriptive sentence as the title: the fields are named from the y label, else the place
     unit_match = _UNIT.match(ylabel) if ylabel else None
+    unit = (unit_match.group("unit") or unit_match.group("bracketed")).strip() if unit_match else None
+    if unit_match:  # "Luminosity [L_sun]" is quoted as "Luminosity (L_sun)": one way to write a unit
+        ylabel = f"{unit_match.group('name').strip()} ({unit})"
     axes_name = title or (unit_match.group("name").strip() if unit_match else ylabel) or place
     quoted = [t for t in (title, ylabel) if t]
     where = f"in the axes titled '{title}'" if title else f"in the plot of {place}"
     y_axis = f" (y axis '{ylabel}')" if ylabel else ""
-    unit = unit_match.group("unit").strip() if unit_match else None
     artists = [r for r in axes.get("artists") or [] if isinstance(r, dict) and r.get("kind") in _KIND_WORDS]
     per_kind: dict[str, int] = {}
     for record in artists:
@@ -126,6 +131,32 @@ def _axes_fields(fields: list, axes: dict, place: str, source: str, short: int) 
                 _add(context, "columns", "integer", shape[1], "number of columns of", "#columns")
             if _number(record.get("mean")) is not None:
                 _add(context, "mean", "number", record["mean"], "mean pixel value of", "#mean")
+    texts = [(raw_title, f"the title of {place}", "#title")] + [
+        (_plain(_text(r.get("label"))), f"the legend of {place}", f"#legend{n}")
+        for n, r in enumerate(artists, start=1)]
+    _quoted_numbers(fields, axes_name, texts, source)
+
+
+def _quoted_numbers(fields: list, axes_name: str, texts: list[tuple[str, str, str]], source: str) -> None:
+    """Results a figure states in words: ``beta=0.35, R0=2.33`` in a title, ``Age = 0.27 +- 0.04 Ma`` in a
+    legend entry, read line by line as printed lines are and named by the words before each number.
+    Only numbers with a decimal point or exponent: a whole number in a legend is mostly a name (``run 3``,
+    ``sample 12``). A text that speaks to the reader gives nothing; each name and unit is checked as any
+    label is."""
+    for text, where, anchor in texts:
+        if not text or has_instruction_words(text):
+            continue
+        for line in text.splitlines():
+            for reading in printed.line_readings(line):
+                if reading.kind != "number":
+                    continue
+                name, problem = field_name(axes_name, *reading.labels)
+                problem = problem or next(filter(None, (label_problem(t) for t in reading.checked)), None)
+                fields.append({
+                    "base": name, "problem": problem, "kind": reading.kind, "value": reading.value,
+                    "label": f"{reading.label} stated in {where}"[:MAX_LABEL], "source": source + anchor,
+                    "unit": reading.unit, "resolution": reading.resolution, "decimals": reading.decimals,
+                })
 
 
 def _number(value) -> float | None:

@@ -355,7 +355,10 @@ def _seed_from_run(candidate: SeedCandidate, protocol: RunProtocol, result, env)
         sandbox_spec=env.spec,
         cwd=protocol.cwd,
         args=list(protocol.args),
-        output_folders=output_folders(Path(snap.tree), [w.path for w in written]),
+        # Also the folders of files it wrote with the content they had (an export the repository ships):
+        # no output for this run, but a run on other data writes there again.
+        output_folders=output_folders(Path(snap.tree), [*(w.path for w in written),
+                                                        *filter(is_result_file, trace["writes"])]),
     ), ()
 
 
@@ -372,12 +375,13 @@ def output_folders(tree: Path, written: list[str]) -> list[str]:
 
 def _read_trace(data: bytes | None) -> dict:
     if not data:
-        return {"reads": [], "local_modules": []}
+        return {"reads": [], "writes": [], "local_modules": []}
     try:
         trace = json.loads(data)
     except ValueError:
-        return {"reads": [], "local_modules": []}
-    return {"reads": list(trace.get("reads", [])), "local_modules": list(trace.get("local_modules", []))}
+        return {"reads": [], "writes": [], "local_modules": []}
+    return {key: [str(p) for p in trace.get(key, []) if isinstance(p, str)]
+            for key in ("reads", "writes", "local_modules")}
 
 
 def _written(path: str, data: bytes) -> WrittenFile:

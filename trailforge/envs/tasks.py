@@ -111,7 +111,8 @@ def perturbed_data(seed: SeedRow, rng_seed: int, jitter: float, variant: dict) -
     tree = Path(seed.tree)
     data = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
     digest = hashlib.sha256(f"{rng_seed}:{seed.seed_id}:perturb:{variant['name']}".encode()).hexdigest()
-    return perturb_files(data, int(digest[:16], 16), jitter, integers=variant["integers"], drop=variant["drop"])
+    return perturb_files(data, int(digest[:16], 16), jitter, integers=variant["integers"], drop=variant["drop"],
+                         rotate=variant.get("rotate", False))
 
 
 def still_fields(seed: SeedRow, program: dict[str, str], schema, answer, rng_seed: int, jitter: float,
@@ -134,7 +135,7 @@ def still_fields(seed: SeedRow, program: dict[str, str], schema, answer, rng_see
             problem = f"the program fails on perturbed data ({result.reason}: {tail[:200]})"
             continue
         ran = True
-        got = answer_from_run(result, answer_from, *limits)[1]
+        got = answer_from_run(result, answer_from, *limits, cwd=seed.cwd)[1]
         _, still = moved_fields(still, answer, got, field_difference)
         if not still:
             break

@@ -65,7 +65,9 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
         raise Rejected("missing_dependency", f"the sandbox lacks {', '.join(env.missing)}")
     program = {path: text.encode("utf-8") for path, text in task.reference_program.items()}
     runs = []
-    printed: dict[str, str] = {}  # output files of the first run: the printed form of table cells
+    # The first run's printed form of each list element and table cell: a written table's text, or the
+    # resolutions read from stdout (answers.extract_answer's ``precision``).
+    printed: dict[str, str | list] = {}
 
     def reference_run(index: int) -> None:
         request = recorded_request(RunProtocol.of(task), task.entrypoint, {**workspace, **program},
@@ -75,8 +77,10 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
         if not result.ok:
             tail = (result.stderr.strip().splitlines() or [""])[-1]
             raise Rejected("not_executable", f"reference run {index + 1} ended with {result.reason}: {tail[:300]}")
-        runs.append(run_answer(task, result, max_fields, max_table_rows))
+        precision: dict[str, list] | None = {} if index == 0 else None
+        runs.append(answer_from_run(result, task.answer_from, max_fields, max_table_rows, precision, cwd=task.cwd)[1])
         if index == 0:
+            printed.update(precision)
             printed.update(printed_tables(task, result.files))
 
     for index in range(cfg.repeats):
@@ -115,7 +119,7 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
 
 def run_answer(task: TaskRow, result, max_fields: int, max_table_rows: int) -> dict[str, Any]:
     """The structured answer of one run of a task's program, read the way the task defines."""
-    return answer_from_run(result, task.answer_from, max_fields, max_table_rows)[1]
+    return answer_from_run(result, task.answer_from, max_fields, max_table_rows, cwd=task.cwd)[1]
 
 
 def check_negative_program(task, control, workspace, expected, cfg, sandbox, env, cache, recorder, max_fields,
@@ -276,18 +280,23 @@ def _cell_resolutions(text: str, delimiter: str) -> list[list[float | None]]:
     return cells
 
 
-def element_resolutions(field, value: Any, text: str | None = None) -> list:
+def element_resolutions(field, value: Any, text: str | list | None = None) -> list:
     """The printed resolution of each element of a number list or cell of a table (None: a text cell).
 
-    A table cell's own printed form, when the file it was read from is at hand (``text``); else the shortest
-    form of the number (what ``json`` and ``pandas`` write), never coarser than the field's coarsest cell."""
+    Each element's own printed form, when it is at hand: ``text`` is the file a table was read from, or the
+    resolutions the stdout reader recorded (a list, per element or per row of cells); else the shortest form
+    of the number (what ``json`` and ``pandas`` write), never coarser than the field's coarsest cell. Printed
+    forms that do not fit the value's shape are not used."""
     coarsest = field.resolution or 0.0
     own = lambda v: min(coarsest, resolution(repr(float(v))))  # noqa: E731
     if field.type == "number_list":
+        if isinstance(text, list) and len(text) == len(value) and all(isinstance(r, (int, float)) for r in text):
+            return [float(r) for r in text]
         return [own(v) for v in value]
     rows = value["rows"]
     if text is not None:
-        cells = _cell_resolutions(text, "\t" if field.source.lower().endswith(".tsv") else ",")
+        cells = text if isinstance(text, list) else _cell_resolutions(
+            text, "\t" if field.source.lower().endswith(".tsv") else ",")
         fits = len(cells) == len(rows) and all(
             len(c) == len(r) and all((t is None) != _is_number(v) for t, v in zip(c, r)) for c, r in zip(cells, rows))
         if fits:

@@ -4,7 +4,8 @@ Layout of one stage folder (paths come from ``dvc.yaml``)::
 
     outputs/<stage>/data/data-00000.parquet   accepted rows
     outputs/<stage>/rejects.parquet           every dropped item, with stage, reason code and message
-    outputs/<stage>/stats.json                counts, reasons, cache and timing figures (a DVC metric)
+    outputs/<stage>/stats.json                counts and reject reasons: the same for the same inputs (a DVC metric)
+    outputs/<stage>/timings.json              measured figures: timings, cache hits, throughput, model usage
 
 Rows are pydantic models. Nested fields (lists, dicts, sub-models) are stored as JSON
 text so every shard has a flat, stable schema that ``datasets`` loads as-is.
@@ -30,7 +31,27 @@ from .rows import Reject
 
 Row = TypeVar("Row", bound=BaseModel)
 SHARD_ROWS = 1000
+STATS_FILE, TIMINGS_FILE = "stats.json", "timings.json"
 _SCALARS = (str, int, float, bool)
+
+# Figures that describe how a run went rather than what it built: they differ between two runs over the
+# same inputs (a warm cache, another machine, Ray scheduling), so they go to timings.json and never to the
+# stats.json that DVC compares as metrics. A figure key not named here is a count of the corpus.
+MEASURED_FIGURES = frozenset({
+    "wall_s",              # stage time (io.stage.timed)
+    "cache",               # content-cache hits, misses, healed entries
+    "executor",            # per-node throughput of a distributed map
+    "durations_s",         # seeds: how long each seed program ran
+    "environment_ladder",  # seeds: attempts and seconds per rung of the dependency ladder
+    "traced_slowdown",     # workflows: seeds whose traced run was much slower than the plain one
+    "llm",                 # model calls made vs served from cache, tokens and cost spent
+    "github",              # API requests sent and rate-limit waits
+})
+# Counters that split one count of runs into cache hits and executions. Which items hit depends on the
+# cache's history and, within a cold run, on scheduling: two items sharing a run race for it when they
+# are in flight together. Only their sum describes the corpus: stats.json holds ``<name>_total``,
+# timings.json the split.
+RUN_COUNTER_SUFFIXES = ("_cached", "_executed", "_run")
 
 
 def _is_scalar(annotation: Any) -> bool:
@@ -163,6 +184,8 @@ class StageRecorder:
             figures.setdefault(path[-1], value)
 
     def write(self, rows: Iterable[BaseModel], model: type[BaseModel], out: Path) -> dict[str, Any]:
+        """Write rows, rejects, ``stats.json`` (counts) and ``timings.json`` (measured figures); returns
+        everything recorded in one dict, as before the split (for the stage's summary line)."""
         rows = list(rows)
         out.mkdir(parents=True, exist_ok=True)
         write_rows(rows, out / "data", model)
@@ -171,7 +194,7 @@ class StageRecorder:
             pa.Table.from_pylist([to_record(r) for r in rejects], schema=arrow_schema(Reject)),
             out / "rejects.parquet",
         )
-        stats = {
+        recorded = {
             "stage": self.stage,
             "accepted": len(rows),
             "rejected": len(rejects),
@@ -179,8 +202,37 @@ class StageRecorder:
             "counters": dict(sorted(self.counters.items())),
             **self.figures,
         }
-        (out / "stats.json").write_text(json.dumps(stats, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        return stats
+        counts, measured = split_measured(recorded)
+        write_json(out / STATS_FILE, counts)
+        write_json(out / TIMINGS_FILE, measured)
+        return recorded
+
+
+def split_measured(recorded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(counts, measured) of one stage's figures: the counts are what stats.json holds and depend only on
+    the stage's inputs; the measured figures (:data:`MEASURED_FIGURES`, and the cache/execution split of
+    run counters) go to timings.json. Both keep ``stage`` so either file says where it came from."""
+    counts = {k: v for k, v in recorded.items() if k not in MEASURED_FIGURES}
+    measured = {"stage": recorded["stage"], **{k: v for k, v in recorded.items() if k in MEASURED_FIGURES}}
+    if "counters" in recorded:
+        totals: dict[str, int] = {}
+        split: dict[str, int] = {}
+        for name, count in recorded["counters"].items():
+            base = next((name[: -len(s)] for s in RUN_COUNTER_SUFFIXES if name.endswith(s)), None)
+            if base is None:
+                totals[name] = totals.get(name, 0) + count
+            else:
+                totals[f"{base}_total"] = totals.get(f"{base}_total", 0) + count
+                split[name] = count
+        counts["counters"] = dict(sorted(totals.items()))
+        if split:
+            measured["counters"] = dict(sorted(split.items()))
+    return counts, measured
+
+
+def write_json(path: Path, value: Any) -> None:
+    """A stats-style JSON file with sorted keys, so the same figures give the same bytes."""
+    path.write_text(json.dumps(value, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 class _NotedFigures(dict):

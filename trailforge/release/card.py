@@ -51,7 +51,8 @@ def code_version(project: Path) -> dict[str, Any]:
     Falls back to the installed package version outside a git checkout (or one with no commit yet).
     ``dirty`` looks only at the code (``trailforge/``, ``stages/``, ``dvc.yaml``, ``pyproject.toml``):
     ``dvc repro`` itself rewrites ``dvc.lock`` and ``compose`` rewrites ``params.yaml``, which would
-    otherwise mark every pipeline run dirty. It belongs in ``stats.json``, never in the card.
+    otherwise mark every pipeline run dirty. It belongs in the release's ``timings.json`` (not cached),
+    never in the card.
     """
     try:
         package = importlib.metadata.version("trailforge")
@@ -78,9 +79,31 @@ def describe_code_version(version: dict[str, Any]) -> str:
     return f"trailforge {version['package_version']} (not built from a git commit)"
 
 
-def hub_metadata(name: str, stats: dict[str, Any]) -> dict[str, Any]:
-    """YAML front matter for the Hub. One config per task type, matching the parquet files the
-    publisher uploads as ``data/<task_type>-00000-of-00001.parquet`` (the glob also covers more shards)."""
+DATA_DIR = "data"
+
+
+def card_configs(task_types: list[str]) -> list[dict[str, Any]]:
+    """The ``configs:`` of the card: a default config with one split per task type, then one config per type.
+
+    The default config (``load_dataset(repo)``) gives the same DatasetDict ``load_from_disk`` gives for the
+    local release; ``load_dataset(repo, "completion")`` gives one type as a ``train`` split. The paths are
+    the parquet files the publisher uploads as ``data/<task_type>-00000-of-00001.parquet`` (the glob also
+    covers more shards).
+    """
+    kinds = sorted(task_types, key=lambda k: (TASK_TYPES.index(k) if k in TASK_TYPES else len(TASK_TYPES), k))
+    default = {"config_name": "default", "default": True,
+               "data_files": [{"split": kind, "path": f"{DATA_DIR}/{kind}-*.parquet"} for kind in kinds]}
+    return [default] + [{"config_name": kind, "data_files": [{"split": "train", "path": f"{DATA_DIR}/{kind}-*.parquet"}]}
+                        for kind in kinds]
+
+
+def hub_metadata(name: str, stats: dict[str, Any], *, recipe: str, params_hash: str) -> dict[str, Any]:
+    """YAML front matter for the Hub, with what ``trailforge publish`` checks under ``trailforge:``.
+
+    ``trailforge.params_sha256`` is the sha256 of the params.yaml the release was built from: publish
+    refuses to upload a release whose hash is not that of the params.yaml it uploads next to it.
+    ``set`` says which set of environments the card describes (publish rewrites it for the set it uploads).
+    """
     counts = stats["counts"]
     return {
         "pretty_name": name,
@@ -90,8 +113,9 @@ def hub_metadata(name: str, stats: dict[str, Any]) -> dict[str, Any]:
         "tags": ["agents", "scientific-computing", "code", "reproducibility", "trailforge"],
         "language": ["en"],
         "size_categories": [size_category(counts["environments"])],
-        "configs": [{"config_name": kind, "data_files": [{"split": "train", "path": f"data/{kind}-*.parquet"}]}
-                    for kind in counts["by_task_type"]],
+        "configs": card_configs(list(counts["by_task_type"])),
+        "trailforge": {"recipe": recipe, "params_sha256": params_hash, "set": "release",
+                       "environments": counts["environments"], "release_environments": counts["environments"]},
     }
 
 
@@ -231,7 +255,7 @@ def report_context(*, name: str, recipe: str, params_hash: str, version: dict[st
     """Everything the card and the report show, in the order they show it."""
     return {
         "name": name,
-        "metadata": hub_metadata(name, stats),
+        "metadata": hub_metadata(name, stats, recipe=recipe, params_hash=params_hash),
         "summary": summary_paragraphs(name, stats),
         "provenance": provenance(name, recipe, params_hash, version),
         "license": ("Each environment inherits the license of the source repository it was built from; there is no "

@@ -27,14 +27,19 @@ def _files_under(root: Path) -> dict[str, bytes]:
 
 def _grade(folder: Path, answer: dict | bytes, sandbox: Sandbox, env) -> int:
     """The eval's exit code on ``answer`` (a file's bytes are graded as they are: key order included)."""
+    return grade_answer(folder, answer, sandbox, env).exit_code
+
+
+def grade_answer(folder: Path, answer: dict | bytes, sandbox: Sandbox, env):
+    """Run the environment's own ``eval/eval.py`` on ``answer`` in ``sandbox``; the ``RunResult`` (exit 0:
+    accepted, 1: rejected, and what the eval printed about each field)."""
     files = {
         "eval.py": (folder / "eval" / "eval.py").read_bytes(),
         "expected.json": (folder / "eval" / "expected.json").read_bytes(),
         "answer.json": answer if isinstance(answer, bytes) else json.dumps(answer, sort_keys=True).encode("utf-8"),
     }
-    result = sandbox.run(env, RunRequest(("python", "eval.py", "answer.json", "expected.json"), files,
-                                         timeout_s=sandbox.timeout_s))
-    return result.exit_code
+    return sandbox.run(env, RunRequest(("python", "eval.py", "answer.json", "expected.json"), files,
+                                       timeout_s=sandbox.timeout_s))
 
 
 def recheck_environment(folder: Path, sandbox: Sandbox, max_fields: int, max_rows: int) -> dict[str, Any]:
@@ -51,7 +56,7 @@ def recheck_environment(folder: Path, sandbox: Sandbox, max_fields: int, max_row
         protocol = RunProtocol(meta.get("cwd", "."), tuple(meta.get("args", [])),
                                folders=tuple(meta.get("output_folders", [])))
         result = sandbox.run(env, recorded_request(protocol, entrypoint, {**workspace, **files}, sandbox.timeout_s))
-        return answer_from_run(result, answer_from, max_fields, max_rows)[1]
+        return answer_from_run(result, answer_from, max_fields, max_rows, cwd=protocol.cwd)[1]
 
     solution = run_program(_files_under(folder / "solution"), entry)
     verdict = _grade(folder, solution, sandbox, env)

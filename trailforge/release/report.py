@@ -5,6 +5,8 @@ Layout under the release folder::
     README.md                 dataset card: Hugging Face YAML metadata and the Markdown body
     report/index.html         the same content as a static page (no scripts, no external assets)
     report/*.png              the plots both of them show
+    plots/funnel.csv          the verification funnel and the yield per repository as tables, for
+    plots/yield.csv           ``dvc plots show`` (dvc.yaml's ``plots:``)
 
 The PNGs are byte-identical for the same statistics: drawing goes through the Agg canvas with
 Matplotlib's default style and the bundled DejaVu Sans font (any user ``matplotlibrc`` ignored), at a
@@ -12,6 +14,7 @@ fixed size and dpi, and without the ``Software`` metadata entry that names the M
 """
 from __future__ import annotations
 
+import csv
 import shutil
 from pathlib import Path
 from typing import Any
@@ -22,6 +25,7 @@ from matplotlib.figure import Figure
 
 from ..io import TASK_TYPES
 from .card import render_card, report_context, template_environment
+from .stats import PLOT_COLUMNS, plot_tables
 
 DPI = 100
 FIGURE_SIZE = (8.0, 4.5)  # inches; 800 x 450 pixels at DPI
@@ -137,6 +141,21 @@ def write_plots(stats: dict[str, Any], folder: Path) -> list[dict[str, Any]]:
             shown.append({"file": file, "title": title, "alt": alt,
                           "width": int(FIGURE_SIZE[0] * DPI), "height": int(FIGURE_SIZE[1] * DPI)})
     return shown
+
+
+def write_plot_tables(stats: dict[str, Any], folder: Path) -> list[Path]:
+    """One CSV per table of :func:`~trailforge.release.stats.plot_tables` (a header even when empty);
+    returns the paths written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, rows in plot_tables(stats).items():
+        path = folder / f"{name}.csv"
+        with open(path, "w", newline="", encoding="utf-8") as handle:
+            writer = csv.DictWriter(handle, fieldnames=PLOT_COLUMNS[name], lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+        paths.append(path)
+    return paths
 
 
 def render_html(context: dict[str, Any]) -> str:

@@ -237,6 +237,25 @@ def release_statistics(tasks: Sequence[VerifiedTaskRow], outcomes: Sequence[dict
     }
 
 
+# Columns of the tables DVC plots, in file order; fixed so that an empty release still writes a header.
+PLOT_COLUMNS = {
+    "funnel": ("stage", "considered", "rejected", "accepted"),
+    "yield": ("repo_id", "seeds", "environments", *TASK_TYPES),
+}
+
+
+def plot_tables(stats: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The tables DVC plots (``plots:`` in dvc.yaml), from :func:`release_statistics`: ``funnel``, one row
+    per stage in pipeline order (considered, rejected, accepted), and ``yield``, one row per repository
+    (seed programs, environments in all and by task type); columns as :data:`PLOT_COLUMNS`. Only counts, so
+    ``dvc plots diff`` between two experiments shows what changed in the corpus."""
+    funnel_rows = [{"stage": step["stage"], "considered": step["considered"], "rejected": step["rejected"],
+                    "accepted": step["accepted"]} for step in stats["funnel"]]
+    yield_rows = [{"repo_id": row["repo_id"], "seeds": row["seeds"], "environments": row["environments"],
+                   **row["by_task_type"]} for row in stats["repository_yield"]]
+    return {"funnel": funnel_rows, "yield": yield_rows}
+
+
 def _is_license_file(path: str) -> bool:
     name = path.rsplit("/", 1)[-1].lower()
     return "/" not in path and name.split(".")[0].split("-")[0] in _LICENSE_NAMES

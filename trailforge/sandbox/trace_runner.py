@@ -37,6 +37,7 @@ MAX_EVENTS = 3_000_000  # a runaway loop must not turn tracing into the bottlene
 PREVIEW = 6
 _reads = []
 _seen = set()
+_writes = set()  # files opened for writing: their folders must exist in any later run
 _plan = {}  # path -> scope first line ("0" = module) -> statement first line -> names it binds
 _rel_paths = {}
 _ignored = set()
@@ -57,15 +58,17 @@ def _record_open(event, args):
     flags = args[2] if len(args) > 2 else 0
     if isinstance(mode, str):
         reading = "r" in mode or "+" in mode
+        writing = any(c in mode for c in "wax+")
     else:
         reading = (flags or 0) & (os.O_WRONLY | os.O_RDWR) == 0 or (flags or 0) & os.O_RDWR != 0
-    if not reading:
-        return
+        writing = (flags or 0) & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) != 0
     try:
         full = os.path.abspath(os.fsdecode(path))
     except Exception:
         return
-    if full in _seen or not full.startswith(ROOT + os.sep):
+    if writing and full.startswith(ROOT + os.sep) and len(_writes) < 10_000:
+        _writes.add(os.path.relpath(full, ROOT))
+    if not reading or full in _seen or not full.startswith(ROOT + os.sep):
         return
     _seen.add(full)
     _reads.append(os.path.relpath(full, ROOT))
@@ -225,7 +228,7 @@ def _write_trace():
         origin = getattr(module, "__file__", None)
         if origin and os.path.abspath(origin).startswith(ROOT + os.sep):
             modules.append(os.path.relpath(os.path.abspath(origin), ROOT))
-    trace = {"reads": _reads, "local_modules": sorted(set(modules))}
+    trace = {"reads": _reads, "writes": sorted(_writes), "local_modules": sorted(set(modules))}
     if _plan:
         trace["lines"] = {path: sorted(lines) for path, lines in sorted(_lines.items())}
         trace["units"] = [{"path": path, "line": line, "count": count}

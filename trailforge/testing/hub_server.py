@@ -1,14 +1,20 @@
-"""A local stand-in for the Hugging Face Hub, for tests of publishing a release.
+"""A local stand-in for the Hugging Face Hub, for tests of publishing a release and of reading it back.
 
-Tests point ``huggingface_hub`` at it (``HfApi(endpoint=server.url)`` in-process, or ``HF_ENDPOINT`` in a
-subprocess), so the production client code is what runs; only the Hub is replaced. It speaks the routes
-huggingface_hub 2.x uses to create a repository and commit to it:
+Tests point ``huggingface_hub`` (and ``datasets``, which reads through it) at it
+(``HfApi(endpoint=server.url)`` in-process, or ``HF_ENDPOINT`` in a subprocess), so the production
+client code is what runs; only the Hub is replaced. It speaks the routes huggingface_hub 2.x uses to
+create a repository and commit to it, and those ``hf_hub_download``, ``snapshot_download``,
+``HfFileSystem`` and ``datasets.load_dataset`` use to read one:
 
 - ``GET /api/whoami-v2``
 - ``POST /api/repos/create`` (409 when the repository exists, as the Hub answers)
 - ``GET /api/{type}s/{ns}/{name}[/revision/{rev}]``: repository info with the head commit (``sha``)
 - ``GET /api/{type}s/{ns}/{name}/tree/{rev}[/{path}]``: listing, ``recursive``, paged with a ``Link`` header
 - ``POST /api/{type}s/{ns}/{name}/paths-info/{rev}``: form fields ``paths`` and ``expand``
+- ``GET|HEAD /[{type}s/]{ns}/{name}/resolve/{rev}/{path}``: a file's bytes (``Range`` honoured, 206) with
+  the headers ``hf_hub_download`` reads: ``X-Repo-Commit``, ``ETag`` (git blob id, or the sha256 of an LFS
+  file), ``Content-Length``, and ``X-Linked-Etag``/``X-Linked-Size`` for LFS files. The real Hub redirects
+  LFS files to a CDN; serving them in place with the linked headers is what a client sees after the redirect.
 - ``POST /api/{type}s/{ns}/{name}/branch/{branch}``
 - ``POST /api/validate-yaml``: the YAML header of a README.md must parse to a mapping
 - ``POST /api/{type}s/{ns}/{name}/preupload/{rev}``: ``regular`` or ``lfs`` per file, and the remote oid
@@ -26,6 +32,10 @@ Xet: huggingface_hub decides on the client side whether to upload through Xet, w
 This stand-in speaks only the LFS basic transfer, so its clients must set ``HF_HUB_DISABLE_XET=1``
 (in-process: ``huggingface_hub.constants.HF_HUB_DISABLE_XET = True``). A client that tries Xet anyway
 asks for ``/xet-write-token/`` first; that is refused with 501 and recorded in ``xet_requests``.
+
+A revision is a branch name or any commit id the repository ever had (``snapshot_download`` lists and
+downloads at the commit id it resolved first). Reads of a public repository need no token; a private one
+answers 401 without the right token, as the Hub does.
 
 Everything lives in memory: ``files(repo_id)`` is the content at a branch head, ``commits`` every commit
 with the paths it added and deleted, ``lfs_uploads`` every object received, ``requests`` every request
@@ -55,6 +65,8 @@ LFS_MIN_BYTES = 10 * 1024 * 1024
 _REPO_ROUTE = re.compile(
     r"^/api/(?P<type>models|datasets|spaces)/(?P<repo>[^/]+/[^/]+?)"
     r"(?:/(?P<action>revision|tree|paths-info|branch|preupload|commit|xet-write-token)(?:/(?P<rest>.*))?)?$")
+_RESOLVE_ROUTE = re.compile(
+    r"^/(?:(?P<type>datasets|spaces)/)?(?P<repo>[^/]+/[^/]+)/resolve/(?P<revision>[^/]+)/(?P<path>.+)$")
 _LFS_ROUTE = re.compile(r"^/(?:(?P<type>datasets|spaces)/)?(?P<repo>[^/]+/[^/]+)\.git/info/lfs/objects/batch$")
 
 
@@ -89,6 +101,9 @@ class FakeHubServer:
             def do_GET(self):  # noqa: N802 (http.server's naming)
                 server._handle(self, "GET")
 
+            def do_HEAD(self):  # noqa: N802
+                server._handle(self, "HEAD")
+
             def do_POST(self):  # noqa: N802
                 server._handle(self, "POST")
 
@@ -121,8 +136,13 @@ class FakeHubServer:
     def write_requests(self) -> list[dict[str, Any]]:
         """Every request that could change the Hub: repository creation, preupload, LFS, commits, branches."""
         reads = ("/api/whoami-v2", "/api/validate-yaml")
-        return [r for r in self.requests if r["method"] != "GET" and r["path"] not in reads
+        return [r for r in self.requests if r["method"] not in ("GET", "HEAD") and r["path"] not in reads
                 and "/paths-info/" not in r["path"]]
+
+    def downloads(self) -> list[str]:
+        """The path in the repository of every file served with its content (GET on a resolve route)."""
+        found = (_RESOLVE_ROUTE.match(r["path"]) for r in self.requests if r["method"] == "GET")
+        return [urllib.parse.unquote(m["path"]) for m in found if m]
 
     # Request handling.
 
@@ -137,7 +157,10 @@ class FakeHubServer:
             status, payload, headers = self._route(method, parsed.path, query, body, handler.headers, authorized)
         except _HubError as exc:
             status, payload, headers = exc.status, {"error": exc.message, **exc.extra}, exc.headers
-        _send(handler, status, payload, headers)
+        if isinstance(payload, bytes):
+            _send_bytes(handler, status, payload, headers, head=method == "HEAD")
+        else:
+            _send(handler, status, payload, headers, head=method == "HEAD")
 
     def _route(self, method, path, query, body, headers, authorized):
         if method == "PUT" and path.startswith("/lfs-upload/"):
@@ -146,7 +169,17 @@ class FakeHubServer:
             return self._lfs_verify(path.rsplit("/", 1)[1], json.loads(body))
         if method == "POST" and path == "/api/validate-yaml":
             return self._validate_yaml(json.loads(body))
-        if not authorized:
+        resolve = _RESOLVE_ROUTE.match(path)
+        if method in ("GET", "HEAD") and resolve:
+            repo_type = (resolve["type"] or "models")[:-1]
+            repo = self._readable(repo_type, resolve["repo"], authorized)
+            return self._resolve(repo, urllib.parse.unquote(resolve["revision"]),
+                                 urllib.parse.unquote(resolve["path"]), headers)
+        read = _REPO_ROUTE.match(path)
+        if not authorized and read and (read["action"] in (None, "revision", "tree") and method == "GET"
+                                        or read["action"] == "paths-info" and method == "POST"):
+            self._readable(read["type"][:-1], read["repo"], authorized)  # public: read on without a token
+        elif not authorized:
             raise _HubError(401, "Invalid credentials in Authorization header")
         if method == "GET" and path == "/api/whoami-v2":
             return 200, {"type": "user", "name": self.user, "orgs": [], "auth": {"type": "access_token"}}, {}
@@ -187,11 +220,50 @@ class FakeHubServer:
             raise _HubError(404, "Repository not found", {"X-Error-Code": "RepoNotFound"})
         return repo
 
+    def _readable(self, repo_type: str, repo_id: str, authorized: bool) -> dict[str, Any]:
+        """The repository, when this request may read it: public, or private with the right token."""
+        repo = self.repos.get((repo_type, repo_id))
+        if repo is None or (repo["private"] and not authorized):
+            # The Hub does not tell a private repository from a missing one.
+            raise _HubError(401 if not authorized else 404, "Repository not found", {"X-Error-Code": "RepoNotFound"})
+        return repo
+
     def _branch(self, repo: dict[str, Any], revision: str) -> dict[str, Any]:
+        """A branch head by name, or any earlier commit by its id: ``{"sha", "files"}``."""
         branch = repo["branches"].get(revision)
+        if branch is None and revision in repo["snapshots"]:
+            return {"sha": revision, "files": repo["snapshots"][revision]}
         if branch is None:
             raise _HubError(404, f"Invalid rev id: {revision}", {"X-Error-Code": "RevisionNotFound"})
         return branch
+
+    def _resolve(self, repo: dict[str, Any], revision: str, path: str, request_headers):
+        with self._lock:
+            branch = self._branch(repo, revision)
+            entry = branch["files"].get(path)
+            content = self._content(entry) if entry is not None else None
+        commit = {"X-Repo-Commit": branch["sha"]}
+        if entry is None:
+            # hf_hub_download records the commit of a missing file, so it can answer from cache next time.
+            raise _HubError(404, f"{path} does not exist at {revision}", {"X-Error-Code": "EntryNotFound", **commit})
+        if entry["lfs"]:
+            headers = {**commit, "ETag": f'"{entry["lfs"]}"', "X-Linked-Etag": f'"{entry["lfs"]}"',
+                       "X-Linked-Size": str(len(content))}
+        else:
+            headers = {**commit, "ETag": f'"{git_blob_id(content)}"'}
+        headers["Accept-Ranges"] = "bytes"
+        wanted = re.fullmatch(r"bytes=(\d*)-(\d*)", request_headers.get("Range", "").strip())
+        if wanted and (wanted[1] or wanted[2]):
+            if wanted[1]:
+                start = int(wanted[1])
+                end = min(int(wanted[2]), len(content) - 1) if wanted[2] else len(content) - 1
+            else:  # a suffix: the last N bytes
+                start, end = max(len(content) - int(wanted[2]), 0), len(content) - 1
+            if start >= len(content) and content:
+                raise _HubError(416, "requested range not satisfiable", {"Content-Range": f"bytes */{len(content)}"})
+            headers["Content-Range"] = f"bytes {start}-{end}/{len(content)}"
+            return 206, content[start:end + 1], headers
+        return 200, content, headers
 
     def _create_repo(self, payload: dict[str, Any]):
         repo_type = payload.get("type") or "model"
@@ -204,9 +276,11 @@ class FakeHubServer:
                 raise _HubError(409, f"You already created this {repo_type} repo", extra={"url": url})
             private = payload.get("visibility", "private" if payload.get("private") else "public") == "private"
             files = {".gitattributes": {"content": GITATTRIBUTES.encode(), "lfs": None}}
+            sha = _commit_id("", "initial commit", files)
             self.repos[(repo_type, repo_id)] = {
                 "private": private,
-                "branches": {"main": {"sha": _commit_id("", "initial commit", files), "files": files}},
+                "branches": {"main": {"sha": sha, "files": files}},
+                "snapshots": {sha: files},  # commit id -> files, for reads at a commit
             }
         return 200, {"url": url, "name": repo_id, "id": repo_id}, {}
 
@@ -361,6 +435,7 @@ class FakeHubServer:
                     raise _HubError(400, f"unknown commit operation {key!r}")
             sha = _commit_id(branch["sha"], header.get("summary", ""), files)
             repo["branches"][revision] = {"sha": sha, "files": files}
+            repo["snapshots"][sha] = files
             self.commits.append({"repo_id": repo_id, "revision": revision, "oid": sha,
                                  "summary": header.get("summary", ""), "added": sorted(added),
                                  "deleted": sorted(deleted)})
@@ -405,7 +480,21 @@ def _read_body(handler: BaseHTTPRequestHandler) -> bytes:
     return handler.rfile.read(length) if length else b""
 
 
-def _send(handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: dict[str, str]) -> None:
+def _send_bytes(handler: BaseHTTPRequestHandler, status: int, data: bytes, headers: dict[str, str],
+                head: bool) -> None:
+    """A file's content; to a HEAD request the same headers (Content-Length of the content) and no body."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/octet-stream")
+    for key, value in headers.items():
+        handler.send_header(key, value)
+    handler.send_header("Content-Length", str(len(data)))
+    handler.end_headers()
+    if not head:
+        handler.wfile.write(data)
+
+
+def _send(handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: dict[str, str],
+          head: bool = False) -> None:
     data = json.dumps(payload).encode()
     handler.send_response(status)
     handler.send_header("Content-Type", "application/json")
@@ -415,4 +504,5 @@ def _send(handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: d
         handler.send_header("X-Error-Message", payload["error"])
     handler.send_header("Content-Length", str(len(data)))
     handler.end_headers()
-    handler.wfile.write(data)
+    if not head:  # a HEAD answer has headers only; a body would be read as the next response
+        handler.wfile.write(data)

@@ -200,3 +200,31 @@ def test_stdout_and_file_fields_share_cap_and_names():
     assert answer == {"result": 1, "result_2": 2}
     assert [f.source for f in schema] == ["stdout", "file:result.json"]
     assert dropped == 0
+
+
+@pytest.mark.parametrize("line, value, unit", [
+    ("Mean depth: 3.25 m", 3.25, "m"), ("count: 12 stations", 12, "stations"), ("share = 12.5 %", 12.5, "%"),
+])
+def test_label_value_with_a_unit_word_is_a_number_not_a_string(line, value, unit):
+    """Was the string "3.25 m": an agent answering 3.25 was rejected, and no tolerance applied."""
+    schema, answer, _ = extract_answer(line + "\n", {})
+    (field,) = schema
+    assert answer[field.name] == value and field.unit == unit and field.type != "string"
+
+
+def test_category_values_that_start_with_a_digit_stay_strings():
+    schema, answer, _ = extract_answer("site: 3A\nbest model: ridge\n", {})
+    assert answer == {"site": "3A", "best_model": "ridge"}
+
+
+def test_subflow_results_are_read_under_the_working_folder():
+    """A script run from its own folder saves result/x.json there: the run's paths are relative to the
+    scratch root (scripts/result/x.json), which every Subflow of such a script missed (slice_no_result)."""
+    from types import SimpleNamespace
+
+    from trailforge.envs.answers import answer_from_run
+
+    run = SimpleNamespace(stdout="ignored: 1\n", files={"scripts/result/slope.json": b"2.5",
+                                                        "result/other.json": b"3.5"})
+    assert answer_from_run(run, "result_files", 24, 50, cwd="scripts")[1] == {"slope": 2.5}
+    assert answer_from_run(run, "result_files", 24, 50)[1] == {"other": 3.5}

@@ -91,3 +91,17 @@ def test_moved_fields_splits_by_the_comparison_given():
                                 lambda f, ref, got: None if ref == got else "moved")
     assert [f.name for f in moved] == ["a", "c"]  # c is missing from the perturbed run: it depends on the data
     assert [f.name for f in still] == ["b"]
+
+
+def test_binary_files_of_one_format_are_rotated_among_their_paths():
+    """Eight MATLAB files of a real behavioural lab (zoharbnh5): nothing can edit them without scipy, so the
+    last try gives each path the contents of the next file; a lone binary file stays unperturbable."""
+    mats = {f"C{i}_new.mat": b"MATLAB 5.0 MAT-file\x00" + bytes([i]) * 8 for i in range(3)}
+    data = {**mats, "notes.txt": b"trial,score\n1,0.5\n", "lone.xlsx": b"PK\x03\x04\x00xl"}
+    out, changed = perturb_files(data, 1, rotate=True)
+    assert changed == sorted(mats)
+    assert sorted(out[p] for p in mats) == sorted(mats.values()), "the same files, at other paths"
+    assert out["notes.txt"] == data["notes.txt"] and out["lone.xlsx"] == data["lone.xlsx"]
+    assert perturb_files({"lone.xlsx": data["lone.xlsx"]}, 1, rotate=True)[1] == []
+    twins = {"a.mat": b"\x00same", "b.mat": b"\x00same"}
+    assert perturb_files(twins, 1, rotate=True)[1] == [], "identical contents: rotating moves nothing"

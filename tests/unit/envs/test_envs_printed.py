@@ -108,11 +108,30 @@ def test_unit_in_parentheses_before_the_number():
     assert answer == {"mean_depth": 3.25} and fields["mean_depth"].unit == "m"
 
 
+def test_value_with_uncertainty_after_an_aside_between_commas():
+    """What a real pendulum analysis prints (Kian158__pendulum-data-analysis): the label is before the aside,
+    the uncertainty is a field of its own, and ``ms^-2`` is a unit, not a duration."""
+    g, err = 9.97612345, 0.83211
+    fields, answer, _, _ = _extract(print_line("The value of g, calculated from the gradient, is", g, "+-", err,
+                                               "ms^-2"))
+    assert answer == {"value_of_g": g, "value_of_g_uncertainty": err}
+    assert fields["value_of_g"].unit == "ms^-2" and fields["value_of_g_uncertainty"].label == "uncertainty of value of g"
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("slope = 2.50 +/- 0.12 m/s", {"slope": 2.5, "slope_uncertainty": 0.12}),
+    ("k: 0.35 \u00b1 0.02 s^-1", {"k": 0.35, "k_uncertainty": 0.02}),
+    ("decay rate, in this fit, is 0.031 per day", {"decay_rate": 0.031}),  # the aside is skipped
+])
+def test_plus_minus_forms(line, expected):
+    assert _extract(line + "\n")[1] == expected
+
+
 @pytest.mark.parametrize("line", [
     "Epoch 3/10 loss 0.2345", "100%|##########| 50/50 [00:01<00:00, 45.2it/s]", "WARNING: step size 0.01 too big",
     "Fitting took 1.2 s", "Loaded 5721 rows", "In 2019 the station moved", "Saved figure fig_2.png",
     "error at line 42", "Iteration 5 residual 0.001", "Using numpy version 1.26", "found 12 outliers",
-    "UserWarning: mean of empty slice 0.5",
+    "UserWarning: mean of empty slice 0.5", "Note: 3 files skipped", "step took 12 ms",
 ])
 def test_progress_log_and_count_lines_give_nothing(line):
     assert _extract(line + "\n")[1] == {}

@@ -481,3 +481,33 @@ def test_correction_symptoms_must_match_the_defective_output_field_by_field():
     with pytest.raises(Rejected) as err:  # "slope is wrong", yet it passes within tolerance
         check_symptoms(task, expected, {"slope": 2.0004, "count": 12})
     assert err.value.reason == "symptom_mismatch" and "slope" in str(err.value)
+
+
+def test_printed_table_cells_take_their_own_precision_from_stdout():
+    """A table printed to stdout with trailing zeros: each cell is graded at the places it was printed to,
+    not at the shortest form of its number (0.100 is three decimals, not one)."""
+    from trailforge.envs.answers import extract_answer
+
+    stdout = "Fit summary\nsite  slope  rate\nA     1.50   0.100\nB     2.25   0.475\nC     3.00   0.950\n"
+    precision: dict = {}
+    schema, answer, _ = extract_answer(stdout, {}, precision=precision)
+    (field,) = [f for f in schema if f.type == "table"]
+    assert precision[field.name] == [[None, 0.005, 0.0005]] * 3
+    task = make_task(schema=[field], reference={field.name: answer[field.name]})
+    tol = calibrate(task, {}, VerifierConfig(), printed={field.name: precision[field.name]})
+    assert tol[field.name]["atols"][0] == [None, pytest.approx(0.00505), pytest.approx(0.000505)]
+    fallback = calibrate(task, {}, VerifierConfig())
+    assert fallback[field.name]["atols"][0][2] == pytest.approx(0.00505), "0.1's shortest form, capped"
+    expected = expected_document(task, tol)
+    off = copy.deepcopy(answer[field.name])
+    off["rows"][0][2] = 0.103  # right to the shortest form's 2 places, wrong at the 3 printed
+    assert not _grader()({field.name: off}, expected)["passed"]
+    assert _grader()({field.name: answer[field.name]}, expected)["passed"]
+
+
+def test_printed_precision_that_does_not_fit_the_value_is_not_used():
+    field = AnswerField(name="jaccard", type="number_list", label="jaccard", source="stdout", resolution=0.0005)
+    task = make_task(schema=[field], reference={"jaccard": [0.3, 0.4567, 0.1234]})
+    tol = calibrate(task, {}, VerifierConfig(), printed={"jaccard": [0.5, 0.5]})  # two resolutions, three values
+    assert tol["jaccard"]["atols"] == calibrate(task, {}, VerifierConfig())["jaccard"]["atols"]
+    assert tol["jaccard"]["atols"] != pytest.approx([0.505] * 3)

@@ -170,3 +170,23 @@ def test_targets_are_single_run_informative_results_not_loop_leftovers(traced):
 ])
 def test_result_kind(summary, kind):
     assert result_kind(summary, 50) == kind
+
+
+def test_tracer_records_files_opened_for_writing_even_when_unchanged(tmp_path):
+    """A script that re-exports a file the repository ships, byte for byte, changes nothing a run can see;
+    the trace still says it wrote there, so the seed keeps that folder for runs on other data."""
+    work = tmp_path / "work"
+    (work / "exported").mkdir(parents=True)
+    (work / "exported" / "out.csv").write_text("a,b\n1,2\n")
+    (work / "prog.py").write_text('open("exported/out.csv", "w").write("a,b\\n1,2\\n")\n'
+                                  'print(open("exported/out.csv").read())\n')
+    shutil.copy(TRACE_RUNNER, work / ".tf_trace.py")
+    done = subprocess.run([sys.executable, ".tf_trace.py", "prog.py"], cwd=work, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    trace = json.loads((work / ".tf_trace.json").read_text())
+    assert "exported/out.csv" in trace["writes"]
+    assert "exported/out.csv" in trace["reads"]
+    from trailforge.envs.seeds import output_folders
+
+    assert output_folders(work, trace["writes"]) == ["exported"]

@@ -128,17 +128,68 @@ def test_recorder_writes_stats_and_rejects(tmp_path):
     recorder.reject("t3", "not_reproducible", "field y changed")
     recorder.count("reference_runs_executed", 4)
     recorder.count("reference_runs_executed")
+    recorder.count("stochastic_tasks")
     recorder.figures["wall_s"] = 1.5
-    stats = recorder.write([task(1)], TaskRow, tmp_path / "out")
+    recorder.figures["by_task_type"] = {"reproduction": 1}
+    recorded = recorder.write([task(1)], TaskRow, tmp_path / "out")
 
-    on_disk = json.loads((tmp_path / "out" / "stats.json").read_text())
-    assert on_disk == stats
-    assert stats["stage"] == "verify"
-    assert stats["accepted"] == 1 and stats["rejected"] == 3
-    assert stats["reject_reasons"] == {"answer_leak": 1, "not_reproducible": 2}
-    assert stats["counters"] == {"reference_runs_executed": 5}
-    assert stats["wall_s"] == 1.5
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    assert stats == {"stage": "verify", "accepted": 1, "rejected": 3,
+                     "reject_reasons": {"answer_leak": 1, "not_reproducible": 2},
+                     "counters": {"reference_runs_total": 5, "stochastic_tasks": 1},
+                     "by_task_type": {"reproduction": 1}}
+    timings = json.loads((tmp_path / "out" / "timings.json").read_text())
+    assert timings == {"stage": "verify", "wall_s": 1.5, "counters": {"reference_runs_executed": 5}}
+    # What the stage prints its summary from: everything, as recorded.
+    assert recorded["wall_s"] == 1.5 and recorded["counters"]["reference_runs_executed"] == 5
     assert read_rows(tmp_path / "out" / "data", TaskRow) == [task(1)]
+
+
+def _run_of(recorder: StageRecorder, *, cold: bool, seconds: float) -> StageRecorder:
+    """One stage run over the same two items: a cold cache executes both runs, a warm one hits both."""
+    recorder.reject("t2", "not_reproducible", "field x changed")
+    for _ in range(2):
+        recorder.count("reference_runs_executed" if cold else "reference_runs_cached")
+    recorder.count("executions_run" if cold else "executions_cached", 2)
+    recorder.count("answer_fields_data_dependent", 3)
+    recorder.figures.update({
+        "wall_s": seconds, "cache": {"hits": 0 if cold else 2, "misses": 2 if cold else 0},
+        "durations_s": {"t1": seconds / 2}, "environment_ladder": {"host": {"attempts": 2, "run_s": seconds}},
+        "traced_slowdown": {"t1": {"plain_s": 0.1, "traced_s": seconds}},
+        "llm": {"calls": 2 if cold else 0, "cached_calls": 0 if cold else 2, "cost_usd": 0.01 if cold else 0.0},
+        "github": {"requests": 3 if cold else 0, "rate_limit_waits": 1 if cold else 0},
+        "executor": {"verify": {"wall_s": seconds, "items_per_s": 2 / seconds}},
+        "by_task_type": {"reproduction": 1},
+    })
+    return recorder
+
+
+def test_two_runs_over_the_same_inputs_write_identical_stats(tmp_path):
+    _run_of(StageRecorder("verify"), cold=True, seconds=9.25).write([task(1)], TaskRow, tmp_path / "cold")
+    _run_of(StageRecorder("verify"), cold=False, seconds=0.5).write([task(1)], TaskRow, tmp_path / "warm")
+    cold, warm = (tmp_path / "cold" / "stats.json").read_bytes(), (tmp_path / "warm" / "stats.json").read_bytes()
+    assert cold == warm
+    assert json.loads(cold)["counters"] == {"answer_fields_data_dependent": 3, "executions_total": 2,
+                                            "reference_runs_total": 2}
+    # The runs differ, and that shows where it belongs.
+    assert (tmp_path / "cold" / "timings.json").read_bytes() != (tmp_path / "warm" / "timings.json").read_bytes()
+    assert json.loads((tmp_path / "warm" / "timings.json").read_text())["counters"] == {
+        "executions_cached": 2, "reference_runs_cached": 2}
+
+
+def test_no_measured_figure_reaches_stats_json(tmp_path):
+    _run_of(StageRecorder("seeds"), cold=True, seconds=3.0).write([], TaskRow, tmp_path / "out")
+    stats = json.loads((tmp_path / "out" / "stats.json").read_text())
+    timings = json.loads((tmp_path / "out" / "timings.json").read_text())
+    assert not set(stats) & store_module.MEASURED_FIGURES
+    assert set(timings) == store_module.MEASURED_FIGURES | {"stage", "counters"}
+    assert not [name for name in stats["counters"] if name.endswith(store_module.RUN_COUNTER_SUFFIXES)]
+
+
+def test_a_stage_with_nothing_measured_still_writes_timings(tmp_path):
+    # Every stage declares timings.json as a DVC out, so it must exist even when nothing was timed.
+    StageRecorder("decontaminate").write([], TaskRow, tmp_path / "out")
+    assert json.loads((tmp_path / "out" / "timings.json").read_text()) == {"stage": "decontaminate"}
 
 
 def test_rejects_parquet_is_readable_and_sorted(tmp_path):

@@ -78,8 +78,12 @@ def test_the_card_has_hub_metadata_and_escapes_repository_text(tmp_path):
     front, body = re.match(r"---\n(.*?)\n---\n(.*)", text, re.S).groups()
     meta = yaml.safe_load(front)
     assert meta["license"] == "other" and meta["size_categories"] == ["n<1K"] and meta["pretty_name"] == "tiny-release"
-    assert [c["config_name"] for c in meta["configs"]] == ["reproduction", "subflow", "completion", "correction"]
-    assert meta["configs"][0]["data_files"] == [{"split": "train", "path": "data/reproduction-*.parquet"}]
+    kinds = ["reproduction", "subflow", "completion", "correction"]
+    assert [c["config_name"] for c in meta["configs"]] == ["default", *kinds]
+    assert meta["configs"][0]["default"] is True  # load_dataset(repo) needs no config name
+    assert meta["configs"][0]["data_files"] == [{"split": k, "path": f"data/{k}-*.parquet"} for k in kinds]
+    assert meta["configs"][1]["data_files"] == [{"split": "train", "path": "data/reproduction-*.parquet"}]
+    assert meta["trailforge"]["params_sha256"] == "f" * 64 and meta["trailforge"]["set"] == "release"
     assert "dirty" not in text and "c" * 40 in text and "f" * 64 in text
     assert "<script>" not in body and "&lt;script&gt;" in body
     for file, *_ in PLOTS:

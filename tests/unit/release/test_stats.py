@@ -1,6 +1,7 @@
 """Release statistics on hand-made rows: counts, the funnel's arithmetic, lengths and equal-size diversity."""
 from __future__ import annotations
 
+import csv
 import json
 
 import numpy as np
@@ -12,8 +13,10 @@ from trailforge.io import AnswerField, Reject, SeedRow, VerifiedTaskRow
 from trailforge.io.store import arrow_schema, to_record
 from trailforge.lineage.diversity import embed_texts, vendi_score
 from trailforge.release.card import known_limitations, size_category, statistics_tables
+from trailforge.release.report import write_plot_tables
 from trailforge.release.stats import (
-    StageFolderError, counts, diversity, funnel, read_stage_outcome, release_statistics, repository_yield, summarise,
+    PLOT_COLUMNS, StageFolderError, counts, diversity, funnel, read_stage_outcome, release_statistics, repository_yield,
+    summarise,
 )
 
 
@@ -136,3 +139,33 @@ def test_release_statistics_feed_tables_and_limitations_from_the_figures():
     assert "3 of 10 environments have no difficulty rating" in notes
     assert "10 environments were verified in a plain subprocess" in notes
     assert size_category(999) == "n<1K" and size_category(1000) == "1K<n<10K"
+
+
+def test_plot_tables_are_csv_files_of_the_funnel_and_the_yield_per_repository(tmp_path):
+    outcomes = [{"stage": "seeds", "accepted": 4, "rejects": [_reject("seeds", "r1:b.py", "nonzero_exit")]},
+                {"stage": "verify", "accepted": 10, "rejects": [_reject("verify", "t999", "irreproducible")] * 2}]
+    seeds = [_seed("meadow", "a.py"), _seed("meadow", "b.py"), _seed("pendulum", "g.py"), _seed("barren", "x.py")]
+    stats = release_statistics(TASKS, outcomes, seed=0, seed_rows=seeds)
+    paths = write_plot_tables(stats, tmp_path / "plots")
+    assert [p.name for p in paths] == ["funnel.csv", "yield.csv"]
+
+    def read(name):
+        with open(tmp_path / "plots" / name, newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            return tuple(reader.fieldnames), list(reader)
+
+    columns, rows = read("funnel.csv")
+    assert columns == PLOT_COLUMNS["funnel"]
+    assert rows == [{"stage": "seeds", "considered": "5", "rejected": "1", "accepted": "4"},
+                    {"stage": "verify", "considered": "12", "rejected": "2", "accepted": "10"}]
+    columns, rows = read("yield.csv")
+    assert columns == ("repo_id", "seeds", "environments", "reproduction", "subflow", "completion", "correction")
+    assert {r["repo_id"]: (r["seeds"], r["environments"], r["correction"], r["reproduction"]) for r in rows} == {
+        "barren": ("1", "0", "0", "0"), "meadow": ("2", "8", "5", "0"), "pendulum": ("1", "2", "0", "2")}
+
+
+def test_an_empty_release_still_writes_plot_headers(tmp_path):
+    stats = release_statistics([], [{"stage": "verify", "accepted": 0, "rejects": []}], seed=0)
+    write_plot_tables(stats, tmp_path)
+    assert (tmp_path / "yield.csv").read_text() == ",".join(PLOT_COLUMNS["yield"]) + "\n"
+    assert (tmp_path / "funnel.csv").read_text() == "stage,considered,rejected,accepted\nverify,0,0,0\n"
