@@ -19,7 +19,7 @@ def main() -> None:
     with timed(recorder.figures):
         if cfg.source.kind == "github":
             cache = ContentCache(cache_dir_from_env())
-            llm = model_or_exit(cfg, "source.expand_keywords=true", cache) if cfg.source.expand_keywords else None
+            llm = model_or_exit(cfg, "discover", cache)  # None unless source.expand_keywords=true
             client = GitHubClient(cfg.source.api_url, cache, cfg.source.token_env, cfg.source.max_rate_limit_wait_s)
             try:
                 entries = search_candidates(cfg.source, cfg.domain, client, llm, cfg.budget.max_repos, recorder)

@@ -24,7 +24,7 @@ def main() -> None:
     if cfg.harness.kind != "ideation":
         sys.exit("error: the ideation stage needs harness=ideation (recipe=ideatrail sets it)")
     cache = ContentCache(cache_dir_from_env())
-    llm = model_or_exit(cfg, "the ideation stage (recipe=ideatrail)", cache)
+    llm = model_or_exit(cfg, "ideation", cache)
     if cfg.tools.backend == "arxiv_api":
         index, unreadable = ArxivAPIBackend(min_interval_s=cfg.tools.min_request_interval_s), []
     else:

@@ -18,7 +18,7 @@ def main() -> None:
         sys.exit(f"error: the rollout stage needs harness=default (a rollout harness), not harness.kind={cfg.harness.kind}")
     recorder = StageRecorder("rollout")
     cache = ContentCache(cache_dir_from_env())
-    llm = model_or_exit(cfg, "the rollout stage", cache)
+    llm = model_or_exit(cfg, "rollout", cache)
     sandbox = build_sandbox(cfg.sandbox)
     if hasattr(sandbox, "hidden_paths"):
         # The agent must not find solutions, graders or cached reference runs by absolute path.

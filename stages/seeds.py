@@ -3,7 +3,7 @@ import shutil
 from pathlib import Path
 
 from trailforge.cache import ContentCache, cache_dir_from_env
-from trailforge.envs.seed_model import consolidate_seed, judge_seed
+from trailforge.envs.seed_model import consolidate_seed, judge_seed, write_tree_index
 from trailforge.envs.seeds import find_candidates, run_repository, unusable_files
 from trailforge.executor import build_executor
 from trailforge.io import SeedRow, SnapshotRow, StageRecorder, read_rejects, read_rows
@@ -16,10 +16,13 @@ def main() -> None:
     args = stage_args(__doc__, inputs=["snapshots"])
     cfg = params_or_exit(args.params)
     recorder = StageRecorder("seeds")
+    cache = ContentCache(cache_dir_from_env())
+    # Before any run: a recipe that asks for a model step with llm=none stops here, not after the sandbox runs.
+    llm = model_or_exit(cfg, "seeds", cache)  # None unless tasks.seeds.judge or tasks.seeds.consolidate
     snapshots = read_rows(Path(args.snapshots) / "data", SnapshotRow)
     unusable = unusable_files(read_rejects(Path(args.snapshots) / "rejects.parquet"))
-    sandbox, executor, cache = build_sandbox(cfg.sandbox), build_executor(cfg.executor), ContentCache(cache_dir_from_env())
-    trees = Path(args.out) / "trees"  # consolidated single-file seeds live here (a DVC out, empty otherwise)
+    sandbox, executor = build_sandbox(cfg.sandbox), build_executor(cfg.executor)
+    trees = Path(args.out) / "trees"  # consolidated single-file seeds live here (a DVC out)
     shutil.rmtree(trees, ignore_errors=True)
     trees.mkdir(parents=True)
     with timed(recorder.figures):
@@ -33,16 +36,15 @@ def main() -> None:
                              [c for c in by_repo if c], label="seeds", cache_hits=lambda: cache.stats.hits,
                              figures=recorder.figures)
         rows = [row for repo_rows in found for row in repo_rows]
-        model_steps = cfg.tasks.seeds
-        if model_steps.judge or model_steps.consolidate:
-            rows = _with_model(rows, cfg, sandbox, cache, executor, recorder, trees)
+        if llm is not None:
+            rows = _with_model(rows, llm, cfg, sandbox, cache, executor, recorder, trees)
+    write_tree_index(rows, trees)
     recorder.figures["cache"] = cache.stats.as_dict()
     print_summary(recorder.write(rows, SeedRow, Path(args.out)))
 
 
-def _with_model(rows, cfg, sandbox, cache, executor, recorder, trees):
+def _with_model(rows, llm, cfg, sandbox, cache, executor, recorder, trees):
     """Judge and consolidate seeds with the recipe's model; a run out of budget keeps seeds as they ran."""
-    llm = model_or_exit(cfg, "tasks.seeds.judge / tasks.seeds.consolidate", cache)
     steps = cfg.tasks.seeds
 
     def one(seed):

@@ -13,12 +13,12 @@ def main() -> None:
     args = stage_args(__doc__, inputs=["tasks"])
     cfg = params_or_exit(args.params)
     recorder = StageRecorder("statements")
+    llm = model_or_exit(cfg, "statements", ContentCache(cache_dir_from_env()))
     tasks = read_rows(Path(args.tasks) / "data", TaskRow)
-    if cfg.tasks.statements == "deterministic":
+    if llm is None:  # tasks.statements=deterministic
         recorder.count("statements_deterministic", len(tasks))
         print_summary(recorder.write(tasks, TaskRow, Path(args.out)))
         return
-    llm = model_or_exit(cfg, "tasks.statements=model", ContentCache(cache_dir_from_env()))
     executor = build_executor(cfg.executor)
 
     def one(task: TaskRow) -> TaskRow:

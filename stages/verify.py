@@ -16,9 +16,10 @@ def main() -> None:
     args = stage_args(__doc__, inputs=["tasks"])
     cfg = params_or_exit(args.params)
     recorder = StageRecorder("verify")
+    cache = ContentCache(cache_dir_from_env())
+    llm = model_or_exit(cfg, "verify", cache)  # None unless verifier.review=true
     tasks = read_rows(Path(args.tasks) / "data", TaskRow)
-    sandbox, executor, cache = build_sandbox(cfg.sandbox), build_executor(cfg.executor), ContentCache(cache_dir_from_env())
-    llm = model_or_exit(cfg, "verifier.review=true", cache) if cfg.verifier.review else None
+    sandbox, executor = build_sandbox(cfg.sandbox), build_executor(cfg.executor)
     budget = cfg.budget
 
     def check(task: TaskRow) -> VerifiedTaskRow | None:

@@ -1,0 +1,1 @@
+"""The `trailforge` command line (main.py)."""

@@ -1,11 +1,12 @@
 """The `trailforge` command: a thin layer over the library.
 
+  trailforge --version                           the installed trailforge version
   trailforge ls                                  recipes, config groups and their options
-  trailforge validate [recipe=NAME] [overrides]  compose and validate without running anything
+  trailforge validate [recipe=NAME] [overrides]  compose and validate (schema, and the models the stages need)
   trailforge compose [recipe=NAME] [overrides]   write params.yaml and versions.yaml (and point DVC at the recipe)
   trailforge versions [--check]                  record the installed versions stages depend on in versions.yaml
   trailforge run [recipe=NAME] [overrides]       compose, then `dvc repro`
-  trailforge report [--outputs DIR]              accepted / rejected counts and reasons per stage
+  trailforge report [--outputs DIR]              accepted / rejected counts, reasons and figures per stage
   trailforge recheck [DIR]                       re-run every exported environment's controls from its folder
   trailforge publish [--release DIR] [--dry-run]  push the release's changed files to the Hub (publish.repo_id)
   trailforge fetch-env REPO ENV_ID --dest DIR [--answer FILE]  download one environment from a Hub copy of a
@@ -25,11 +26,35 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .. import __version__
 from ..config import ConfigError, compose, validate, write_params
 from ..config.compose import list_groups, list_recipes, point_dvc_at_recipe, project_root
+from ..config.requirements import check_model_settings
 from ..config.versions import VERSIONS_FILE, read_versions, recorded_versions, version_drift, write_versions
+from ..io.pipeline import pipeline_stages
 
-STAGE_ORDER = ["discover", "snapshot", "seeds", "workflows", "tasks", "statements", "verify", "release"]
+
+class InputMissing(Exception):
+    """A folder or file a command reads does not exist, or holds nothing built; the message says which."""
+
+
+def _folder(path: Path, what: str, hint: str) -> Path:
+    """``path`` when it is a folder, else the one-line error a user sees (no traceback)."""
+    if not path.is_dir():
+        problem = "is not a folder" if path.exists() else "does not exist"
+        raise InputMissing(f"{what} {path} {problem}; {hint}")
+    return path
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a bad argument reported like every other error of the command: one line, exit 2.
+
+    argparse prints the whole usage block before its message; the message alone names the problem, and
+    ``--help`` is one command away. Subcommand parsers are made of this class too (``add_subparsers``).
+    """
+
+    def error(self, message: str):
+        self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
 
 
 def _split(args: list[str]) -> tuple[str, list[str]]:
@@ -53,7 +78,9 @@ def cmd_ls(_: argparse.Namespace) -> int:
 def _compose_valid(args: argparse.Namespace):
     recipe, overrides = _split(args.settings)
     data = compose(recipe, overrides)
-    validate(data)
+    cfg = validate(data)
+    # The same model checks every stage of `dvc repro` makes at its start, made before DVC deletes any output.
+    check_model_settings(cfg, pipeline_stages(project_root()))
     return recipe, data
 
 
@@ -80,8 +107,7 @@ def cmd_versions(args: argparse.Namespace) -> int:
 
     params = Path(args.params) if args.params else project_root() / "params.yaml"
     if not params.is_file():
-        print(f"error: {params} not found; run `trailforge compose recipe=demo` first", file=sys.stderr)
-        return 2
+        raise InputMissing(f"{params} does not exist; run `trailforge compose recipe=demo` first")
     path = params.parent / VERSIONS_FILE
     current = recorded_versions(yaml.safe_load(params.read_text(encoding="utf-8")) or {})
     if args.check:
@@ -101,18 +127,25 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    outputs = Path(args.outputs)
-    for stage in STAGE_ORDER:
-        stats_path = outputs / stage / "stats.json"
-        if not stats_path.exists():
-            print(f"{stage:9s} not run")
-            continue
-        stats = json.loads(stats_path.read_text())
-        accepted = stats.get("accepted", stats.get("environments"))
-        line = f"{stage:9s} accepted={accepted} rejected={stats.get('rejected', 0)}"
-        if stats.get("reject_reasons"):
-            line += " reasons=" + ", ".join(f"{k}:{v}" for k, v in stats["reject_reasons"].items())
-        print(line)
+    from ..io.pipeline import read_stage_stats
+    from ..release.stage_summary import summary_line
+
+    outputs = _folder(Path(args.outputs), "outputs folder", "build the corpus with `dvc repro` or pass --outputs DIR")
+    stages: list[str] = []
+    for start in (outputs.resolve(), None):  # the project the outputs belong to, else the one we are in
+        try:
+            stages = pipeline_stages(project_root(start))
+            break
+        except ConfigError:
+            continue  # outside any project: only the stage folders found, by name
+    try:
+        found = read_stage_stats(outputs, stages)
+    except ValueError as exc:
+        raise InputMissing(str(exc)) from None
+    if not any(found.values()):
+        raise InputMissing(f"nothing has been built in {outputs}: no stage folder holds a stats.json; run `dvc repro`")
+    for stage, stats in found.items():
+        print(summary_line(stage, stats))
     return 0
 
 
@@ -122,8 +155,12 @@ def cmd_recheck(args: argparse.Namespace) -> int:
     from ..release.recheck import recheck_release
     from ..sandbox import build_sandbox
 
+    environments = _folder(Path(args.environments), "environments folder",
+                            "build the release with `dvc repro release` or name the folder")
+    if not any((p / "metadata.json").is_file() for p in environments.iterdir()):
+        raise InputMissing(f"{environments} holds no exported environment (a folder with metadata.json)")
     cfg = load_params(args.params)
-    summary = recheck_release(Path(args.environments), build_sandbox(cfg.sandbox), build_executor(cfg.executor),
+    summary = recheck_release(environments, build_sandbox(cfg.sandbox), build_executor(cfg.executor),
                               cfg.budget.max_answer_fields, cfg.budget.max_table_rows)
     print(json.dumps(summary, indent=2, sort_keys=True))
     return 0 if summary["passed"] == summary["environments"] else 1
@@ -133,6 +170,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     from ..config import load_params
     from ..release.publish import PublishError, pipeline_status, publish_release, recipe_files
 
+    _folder(Path(args.release), "release folder", "build it with `dvc repro release` or pass --release DIR")
     params = Path(args.params)
     cfg = load_params(params)
     root = project_root(params.resolve().parent)
@@ -175,10 +213,14 @@ def cmd_fetch_env(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from ..envs.workflow import graph_from_json, render_dot, render_svg
+    from ..envs.graph_render import render_dot, render_svg
+    from ..envs.workflow import graph_from_json
     from ..io import WorkflowRow, read_rows
 
-    for row in read_rows(Path(args.workflows) / "data", WorkflowRow):
+    data = _folder(Path(args.workflows), "workflows folder", "build it with `dvc repro workflows`") / "data"
+    if not any(data.glob("data-*.parquet")):
+        raise InputMissing(f"{args.workflows} holds no workflow rows; build it with `dvc repro workflows`")
+    for row in read_rows(data, WorkflowRow):
         if row.seed_id == args.seed_id:
             renderers = {"svg": render_svg, "dot": render_dot}
             text = renderers[args.format](graph_from_json(row.graph), row.seed_id) if args.format in renderers \
@@ -193,7 +235,10 @@ def cmd_review_sheet(args: argparse.Namespace) -> int:
     from ..io import VerifiedTaskRow, read_rows
     from ..release.audit import write_audit
 
-    tasks = read_rows(Path(args.verified) / "data", VerifiedTaskRow)
+    data = _folder(Path(args.verified), "verify folder", "build it with `dvc repro verify`") / "data"
+    if not any(data.glob("data-*.parquet")):
+        raise InputMissing(f"{args.verified} holds no verified tasks; build it with `dvc repro verify`")
+    tasks = read_rows(data, VerifiedTaskRow)
     summary = write_audit(tasks, Path(args.out), args.size, args.min_per_stratum, args.seed)
     print(json.dumps(summary, indent=2, sort_keys=True))
     return 0
@@ -260,8 +305,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trailforge", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="trailforge", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"trailforge {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("ls", help="list recipes, config groups and options").set_defaults(func=cmd_ls)
     for name, func, text in [
@@ -278,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     versions.add_argument("--params", default=None, help="the composed config (default: the project's params.yaml)")
     versions.add_argument("--check", action="store_true", help="compare with versions.yaml; exit 1 on a difference")
     versions.set_defaults(func=cmd_versions)
-    report = sub.add_parser("report", help="per-stage accepted/rejected counts and reject reasons")
+    report = sub.add_parser("report", help="per-stage accepted/rejected counts, reject reasons and figures")
     report.add_argument("--outputs", default="outputs")
     report.set_defaults(func=cmd_report)
     recheck = sub.add_parser("recheck", help="re-run reference and negative controls of exported environments")
@@ -337,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except ConfigError as exc:
+    except (ConfigError, InputMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -377,12 +377,24 @@ class LLMConfig(_Strict):
         return data
 
 
+# The names a lineage item reads from a record (trailforge.lineage.items.item_from_record), each mappable.
+LINEAGE_FIELDS = ("id", "text", "code", "outputs", "parents", "time", "passed", "score", "kind")
+
+
 class LineageInputConfig(_Strict):
     path: str = Field("outputs/release/environments", description="a release's environments folder, a JSONL file, "
                       "or parquet (a file or a folder of shards, e.g. rollout trajectories)")
     format: Literal["environments", "jsonl", "parquet"] = "environments"
-    fields: dict[str, str] = Field(default_factory=dict, description="our field name -> the dataset's: id, text, "
-                                   "code, outputs, parents, time, passed, score, kind")
+    fields: dict[str, str] = Field(default_factory=lambda: {name: name for name in LINEAGE_FIELDS},
+                                   description="our field name -> the dataset's: " + ", ".join(LINEAGE_FIELDS))
+
+    @field_validator("fields")
+    @classmethod
+    def _known_fields(cls, fields: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(fields) - set(LINEAGE_FIELDS))
+        if unknown:
+            raise ValueError(f"unknown field name(s) {', '.join(unknown)}; the names are {', '.join(LINEAGE_FIELDS)}")
+        return fields
 
 
 class LineageEdgesConfig(_Strict):

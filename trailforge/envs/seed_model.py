@@ -17,6 +17,7 @@ says is trusted without a run.
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 from pathlib import Path
 
@@ -120,3 +121,21 @@ def consolidate_seed(seed: SeedRow, llm: LLMClient, sandbox, cache, recorder: St
     (folder / seed.script).write_text(reply.script, encoding="utf-8")
     recorder.count("seeds_consolidated")
     return seed.model_copy(update={"tree": str(folder), "program_files": [seed.script]})
+
+
+TREE_INDEX = "index.json"
+
+
+def write_tree_index(seeds: list[SeedRow], trees: Path) -> Path:
+    """Write ``trees/index.json``: each consolidated seed and its tree folder (relative), sorted; ``{}`` when none.
+
+    ``trees`` is a DVC out and a dependency of five stages. DVC warns once per hashing of an empty directory
+    ("'outputs/seeds/trees' is empty"), twelve times a build without a model; a fixed index file keeps the folder
+    non-empty and its hash a function of the consolidated seeds alone.
+    """
+    root = trees.resolve()
+    index = {seed.seed_id: Path(seed.tree).resolve().relative_to(root).as_posix() for seed in seeds
+             if Path(seed.tree).resolve().is_relative_to(root)}
+    path = trees / TREE_INDEX
+    path.write_text(json.dumps(dict(sorted(index.items())), indent=2) + "\n", encoding="utf-8")
+    return path

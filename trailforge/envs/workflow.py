@@ -25,7 +25,6 @@ from __future__ import annotations
 import ast
 import json
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
 from typing import Any
 
 import builtins
@@ -346,84 +345,6 @@ def graph_json(graph: nx.DiGraph) -> dict[str, Any]:
 
 def graph_from_json(data: dict[str, Any]) -> nx.DiGraph:
     return nx.node_link_graph(data, edges="edges")
-
-
-def render_dot(graph: nx.DiGraph, title: str = "workflow") -> str:
-    """Graphviz text of a workflow graph (``dot -Tsvg`` draws it)."""
-    shapes = {"operation": "box", "variable": "ellipse", "data_file": "folder", "output": "note", "return": "diamond"}
-    lines = [f"digraph {json.dumps(title)} {{", "  rankdir=LR;", "  node [fontsize=10];"]
-    for node, attrs in sorted(graph.nodes(data=True)):
-        kind = attrs.get("kind", "")
-        if kind == "operation":
-            label = f"{PurePosixPath(attrs['path']).name}:{attrs['line']}\\n" + ", ".join(attrs.get("operations", [])[:3])
-        elif kind == "variable":
-            label = f"{attrs['name']}\\n{value_label(attrs.get('value'))}"
-        else:
-            label = node.split(":", 1)[1]
-        lines.append(f"  {json.dumps(node)} [shape={shapes.get(kind, 'plain')}, label={json.dumps(label)}];")
-    for source, target in sorted(graph.edges()):
-        lines.append(f"  {json.dumps(source)} -> {json.dumps(target)};")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def render_svg(graph: nx.DiGraph, title: str = "workflow") -> str:
-    """A self-contained SVG picture of a workflow graph: one column per dependency layer, left to right."""
-    from html import escape
-
-    colours = {"operation": "#dbe9f6", "variable": "#fdf0d5", "data_file": "#d8f0d2", "output": "#f6d8d8",
-               "return": "#e8e0f4"}
-    condensed = nx.condensation(graph)
-    column = {}
-    for depth, layer in enumerate(nx.topological_generations(condensed)):
-        for component in layer:
-            for node in condensed.nodes[component]["members"]:
-                column[node] = depth
-    width, height, gap_x, gap_y = 150, 34, 60, 12
-    rows: dict[int, int] = {}
-    position = {}
-    for node in sorted(graph.nodes, key=lambda n: (column[n], graph.nodes[n].get("line", 0), n)):
-        row = rows.get(column[node], 0)
-        rows[column[node]] = row + 1
-        position[node] = (20 + column[node] * (width + gap_x), 40 + row * (height + gap_y))
-    total_w = 40 + (max(column.values(), default=0) + 1) * (width + gap_x)
-    total_h = 60 + max(rows.values(), default=1) * (height + gap_y)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w}" height="{total_h}" font-family="sans-serif" '
-             f'font-size="10">', f'<text x="20" y="20" font-size="13">{escape(title)}</text>']
-    for source, target in sorted(graph.edges()):
-        (x1, y1), (x2, y2) = position[source], position[target]
-        parts.append(f'<line x1="{x1 + width}" y1="{y1 + height / 2}" x2="{x2}" y2="{y2 + height / 2}" '
-                     'stroke="#888" stroke-width="0.8"/>')
-    for node, (x, y) in sorted(position.items()):
-        attrs = graph.nodes[node]
-        kind = attrs.get("kind", "")
-        if kind == "operation":
-            top = f"{PurePosixPath(attrs['path']).name}:{attrs['line']}"
-            bottom = ", ".join(attrs.get("operations", [])[:2])
-        elif kind == "variable":
-            top, bottom = attrs["name"], value_label(attrs.get("value"))
-        else:
-            top, bottom = kind.replace("_", " "), node.split(":", 1)[1]
-        parts.append(f'<rect x="{x}" y="{y}" width="{width}" height="{height}" rx="4" '
-                     f'fill="{colours.get(kind, "#eee")}" stroke="#555" stroke-width="0.6"/>')
-        parts.append(f'<text x="{x + 4}" y="{y + 13}">{escape(top[:28])}</text>')
-        parts.append(f'<text x="{x + 4}" y="{y + 27}" fill="#444">{escape(bottom[:28])}</text>')
-    parts.append("</svg>")
-    return "\n".join(parts) + "\n"
-
-
-def value_label(summary: dict[str, Any] | None) -> str:
-    if not summary:
-        return "(not observed)"
-    kind = summary.get("type", "?")
-    if "value" in summary:
-        value = summary["value"]
-        return f"{kind} {value:.4g}" if isinstance(value, float) else f"{kind} {value}"
-    if "shape" in summary:
-        return f"{kind} {'x'.join(str(s) for s in summary['shape'])}"
-    if "len" in summary:
-        return f"{kind} len {summary['len']}"
-    return kind
 
 
 def result_kind(summary: dict[str, Any] | None, max_rows: int) -> str | None:

@@ -37,12 +37,20 @@ def params_or_exit(path: str) -> TrailforgeConfig:
     return cfg
 
 
-def model_or_exit(cfg: TrailforgeConfig, what: str, cache):
-    """The recipe's model client, or exit before any work naming the config to set when it has none."""
+def model_or_exit(cfg: TrailforgeConfig, stage: str, cache):
+    """The model client ``stage`` needs under this recipe, or None when its settings call no model.
+
+    Which settings need a model is decided in one place (``trailforge.config.requirements``), the same one
+    ``trailforge validate`` asks; a recipe with ``llm=none`` exits here, before any work, naming them.
+    """
+    from ..config.requirements import model_settings
     from ..llm import ModelRequired, build_llm, require_model
 
+    settings = model_settings(cfg)[stage]
+    if not settings:
+        return None
     try:
-        require_model(cfg, what)
+        require_model(cfg, " and ".join(settings), several=len(settings) > 1)
     except ModelRequired as exc:
         sys.exit(f"error: {exc}")
     return build_llm(cfg, cache)

@@ -28,13 +28,17 @@ def build_llm(cfg, cache: ContentCache) -> LLMClient | None:
     return LLMClient(roles, cache, limits)
 
 
-def require_model(cfg, what: str) -> None:
-    """Fail at start, naming the config to set, when ``what`` needs a model and the recipe has none."""
-    if cfg.llm.provider == "none":
-        raise ModelRequired(
-            f"{what} needs a model, but the recipe sets llm=none; choose one with "
+def model_required_message(what: str, several: bool = False) -> str:
+    """What to tell a user whose recipe asks for ``what`` (settings that call a model) with ``llm=none``."""
+    return (f"{what} {'need' if several else 'needs'} a model, but the recipe sets llm=none; choose one with "
             "`trailforge compose recipe=<name> llm=openai` (or llm=deepseek, llm=vllm, llm=ollama)")
 
 
+def require_model(cfg, what: str, several: bool = False) -> None:
+    """Fail at start, naming the config to set, when ``what`` needs a model and the recipe has none."""
+    if cfg.llm.provider == "none":
+        raise ModelRequired(model_required_message(what, several))
+
+
 __all__ = ["BudgetExhausted", "Endpoint", "LLMClient", "LLMError", "Limits", "ModelRequired", "ROLES", "Usage",
-           "build_llm", "require_model"]
+           "build_llm", "model_required_message", "require_model"]

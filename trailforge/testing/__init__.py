@@ -1,0 +1,1 @@
+"""Test doubles that run locally: stand-in GitHub, Hub and OpenAI servers, and corpus helpers."""

@@ -201,3 +201,24 @@ def test_every_params_key_dvc_yaml_names_is_in_every_recipe(recipe):
     missing = [(stage, key) for stage, spec in stages.items() for key in spec.get("params", [])
                if isinstance(key, str) and not _dotted(data, key)]
     assert not missing, missing
+
+
+def test_a_lineage_field_is_mapped_with_a_plain_override(tmp_path):
+    """The README's curate command: `lineage.input.fields.id=uid` needs no `+`, and the mapping is used."""
+    from trailforge.config.schema import LINEAGE_FIELDS
+    from trailforge.lineage.items import read_items
+
+    cfg = validate(compose("curate", ["lineage.input.fields.id=uid"], root=PROJECT_ROOT)).lineage.input
+    assert cfg.fields["id"] == "uid" and cfg.fields["text"] == "text"
+    assert set(cfg.fields) == set(LINEAGE_FIELDS), "the schema and conf/lineage list the same names"
+    corpus = tmp_path / "mine.jsonl"
+    corpus.write_text('{"uid": "a1", "text": "one"}\n{"uid": "a2", "text": "two", "parents": ["a1"]}\n')
+    items, unreadable = read_items(corpus, "jsonl", cfg.fields)
+    assert [i.item_id for i in items] == ["a1", "a2"] and items[1].parents == ["a1"] and not unreadable
+
+
+def test_an_unknown_lineage_field_name_is_refused_with_the_names():
+    with pytest.raises(ConfigError, match="lineage.input.fields"):
+        compose("curate", ["lineage.input.fields.uid=id"], root=PROJECT_ROOT)
+    with pytest.raises(ConfigError, match="unknown field name.s. uid; the names are id, text, code"):
+        validate(compose("curate", ["+lineage.input.fields.uid=id"], root=PROJECT_ROOT))

@@ -13,8 +13,9 @@ import pytest
 
 from trailforge.envs.workflow import (
     PLAN_FILE, analyse_program, analyse_statement, build_graph, graph_from_json, graph_json, import_aliases,
-    informative_targets, render_dot, render_svg, result_kind, trace_plan, upstream_operations,
+    informative_targets, result_kind, trace_plan, upstream_operations,
 )
+from trailforge.envs.graph_render import render_dot, render_svg
 from trailforge.sandbox import TRACE_RUNNER
 
 
@@ -139,8 +140,9 @@ def test_graph_links_data_operations_variables_and_outputs(traced):
     dot = render_dot(graph, "prog")
     assert dot.startswith('digraph "prog"') and "simpson" in dot and "->" in dot
     picture = xml.dom.minidom.parseString(render_svg(graph, "prog <&>"))
-    assert len(picture.getElementsByTagName("rect")) == graph.number_of_nodes()
-    assert len(picture.getElementsByTagName("line")) == graph.number_of_edges()
+    groups = {g.getAttribute("class"): g for g in picture.getElementsByTagName("g") if g.getAttribute("class")}
+    assert len(groups["nodes"].getElementsByTagName("rect")) == graph.number_of_nodes()
+    assert len(groups["edges"].getElementsByTagName("line")) == graph.number_of_edges()
 
 
 def test_targets_are_single_run_informative_results_not_loop_leftovers(traced):
