@@ -23,6 +23,7 @@ from trailforge.release.publish import card_parts
 from trailforge.testing.hub_server import FakeHubServer
 
 REPO = "trailforge-tester/meadow-release"
+REPO_ALL = "trailforge-tester/meadow-release-all"  # the same build, publish.set=release: every environment
 # A budget of 2 x 2 x 2 = 8 environments, fewer than the release has: the sample is a real subset.
 SAMPLING = ["lineage.sampling.breadth=2", "lineage.sampling.depth=2", "lineage.sampling.granularity=2"]
 
@@ -65,7 +66,19 @@ def published(tmp_path_factory, hub):
                            "--outputs", "out"], cwd=project, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     sampled = sorted(r.item_id for r in read_rows(project / "out/sample/data", LineageRow) if r.kind == "environment")
-    return {"project": project, "root": root, "env": env, "summary": json.loads(done.stdout), "sampled": sampled}
+    # The whole release as well, from a params file of its own: a sample of 8 need not hold every type.
+    import yaml
+    whole = yaml.safe_load((project / "params.yaml").read_text())
+    whole["publish"].update({"set": "release", "repo_id": REPO_ALL})
+    (project / "params-release.yaml").write_text(yaml.safe_dump(whole, sort_keys=False))
+    # The card names the set and the params it was built from, so the release stage runs again for it (seconds).
+    run_stage(project, "release", "--verified", "out/verify", "--out", "out/release-all", "--params", "params-release.yaml")
+    again = subprocess.run([sys.executable, "-m", "trailforge.cli.main", "publish", "--release", "out/release-all",
+                            "--outputs", "out", "--params", "params-release.yaml"], cwd=project, env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    return {"project": project, "root": root, "env": env, "summary": json.loads(done.stdout), "sampled": sampled,
+            "released": sorted(p.name for p in (project / "out/release/environments").iterdir() if p.is_dir())}
 
 
 def consumer(published, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -96,6 +109,15 @@ def test_the_sampled_set_is_what_went_up(published, hub):
                  "Dockerfile", "requirements.lock.txt"):
         assert f"{env_root}/{part}" in files, part
     assert any(p.startswith(f"{env_root}/workspace/") for p in files)
+
+
+def test_publish_set_release_uploads_every_environment(published, hub):
+    import hashlib
+    files = hub.files(REPO_ALL)
+    assert sorted({p.split("/")[1] for p in files if p.startswith("environments/")}) == published["released"]
+    header, _ = card_parts(files["README.md"].decode())
+    assert header["trailforge"]["set"] == "release"
+    assert header["trailforge"]["params_sha256"] == hashlib.sha256(files["recipe/params.yaml"]).hexdigest()
 
 
 LOAD = """
@@ -136,15 +158,23 @@ def wrong(answer: dict) -> dict:
     return answer
 
 
-def test_fetch_env_materialises_one_environment_per_type_and_grades_it(published, hub):
+def _one_per_type(published, env_ids) -> dict[str, str]:
     seen: dict[str, str] = {}
-    for env_id in published["sampled"]:
+    for env_id in env_ids:
         meta = json.loads((published["project"] / "out/release/environments" / env_id / "metadata.json").read_text())
         seen.setdefault(meta["task_type"], env_id)
+    return seen
+
+
+@pytest.mark.parametrize("repo_id", [REPO, REPO_ALL], ids=["sample", "release"])
+def test_fetch_env_materialises_one_environment_per_type_and_grades_it(published, hub, repo_id):
+    seen = _one_per_type(published, published["sampled" if repo_id == REPO else "released"])
+    if repo_id == REPO_ALL:  # the whole release holds every type, Reproduction included
+        assert sorted(seen) == ["completion", "correction", "reproduction", "subflow"]
     assert seen
     for kind, env_id in sorted(seen.items()):
-        dest = published["root"] / "fetched" / kind
-        done = consumer(published, "-m", "trailforge.cli.main", "fetch-env", REPO, env_id, "--dest", str(dest))
+        dest = published["root"] / "fetched" / repo_id.rsplit("/", 1)[1] / kind
+        done = consumer(published, "-m", "trailforge.cli.main", "fetch-env", repo_id, env_id, "--dest", str(dest))
         assert done.returncode == 0, f"{kind}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
         report = json.loads(done.stdout)
         assert report["env_id"] == env_id and report["task_type"] == kind and report["ok"], report["problems"]
@@ -157,12 +187,12 @@ def test_fetch_env_materialises_one_environment_per_type_and_grades_it(published
 
         expected = json.loads((dest / "eval/expected.json").read_text())
         gold = {f["name"]: f["value"] for f in expected["fields"]}
-        answers = published["root"] / "answers" / kind
+        answers = published["root"] / "answers" / repo_id.rsplit("/", 1)[1] / kind
         answers.mkdir(parents=True)
         (answers / "gold.json").write_text(json.dumps(gold))
         (answers / "wrong.json").write_text(json.dumps(wrong(gold)))
         for name, accepted in (("gold", True), ("wrong", False)):
-            graded = consumer(published, "-m", "trailforge.cli.main", "fetch-env", REPO, env_id,
+            graded = consumer(published, "-m", "trailforge.cli.main", "fetch-env", repo_id, env_id,
                               "--dest", str(answers / f"env-{name}"), "--answer", str(answers / f"{name}.json"))
             assert graded.returncode == (0 if accepted else 1), graded.stderr[-2000:]
             assert json.loads(graded.stdout)["accepted"] is accepted

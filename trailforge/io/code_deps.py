@@ -303,6 +303,10 @@ def stage_module(cmd: object, root: Path, packages: tuple[str, ...] = CODE_PACKA
         module = _module_path(root, match.group(1), packages)
         if module is not None:
             return module.relative_to(root)
+        if match.group(1).split(".")[0] in packages:
+            # A project module that is not there: a dvc.yaml read against the wrong folder would otherwise
+            # "match its imports" with no stage checked at all.
+            raise DepsError(f"the stage command {text!r} runs {match.group(1)}, which is not a module under {root}")
     for match in _SCRIPT_CMD.finditer(text):
         if is_code_path(match.group(1), packages) and (root / match.group(1)).is_file():
             return Path(match.group(1))

@@ -70,7 +70,9 @@ def test_unreadable_inputs_are_errors_not_tracebacks(project, capsys):
     assert main(["deps", "--check", "--dvc-file", str(project / "dvc.yaml")]) == 2
     assert "is not valid YAML" in capsys.readouterr().err
     (project / "dvc.yaml").write_text("stages:\n  s:\n    cmd: python -m stages.gone\n")
-    assert main(["deps", "--write", "--dvc-file", str(project / "dvc.yaml")]) == 0  # not a module: nothing to do
+    # a stage running a module that is not there: the dvc.yaml belongs to another folder, or the module is gone
+    assert main(["deps", "--write", "--dvc-file", str(project / "dvc.yaml")]) == 2
+    assert "runs stages.gone, which is not a module under" in capsys.readouterr().err
     (project / "stages" / "broken.py").write_text("from trailforge.nothing import x\n")
     (project / "dvc.yaml").write_text("stages:\n  s:\n    cmd: python -m stages.broken\n")
     assert main(["deps", "--check", "--dvc-file", str(project / "dvc.yaml")]) == 2

@@ -164,3 +164,15 @@ def test_statement_keeps_bar_and_caret_in_names():
 
     assert _clean("MDW-01|MDW-02") == "MDW-01|MDW-02"
     assert _clean("R^2") == "R^2"
+
+
+def test_a_slice_that_does_not_parse_is_a_counted_reject_not_a_program(monkeypatch):
+    # The guard behind every slice: should the cut text ever fail to parse (a slicer bug on code it has not
+    # seen), slice_program raises the reason the tasks stage counts, and no program reaches a task.
+    import trailforge.envs.slicing as slicing
+
+    real = slicing._insert_helper
+    monkeypatch.setattr(slicing, "_insert_helper", lambda *a, **k: real(*a, **k) + "if z:\n")
+    with pytest.raises(SliceError) as caught:
+        _slice(REASSIGN, "z")
+    assert caught.value.reason == "slice_unparseable" and "does not parse" in caught.value.message

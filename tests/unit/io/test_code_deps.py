@@ -117,6 +117,12 @@ def test_an_import_of_a_missing_project_module_is_an_error_naming_file_and_line(
         import_closure("stages/build.py", project, PACKAGES)
 
 
+def test_a_stage_running_a_project_module_that_is_not_there_is_an_error(project, tmp_path):
+    # Read against a folder without the project (dvc.yaml copied elsewhere), nothing would be checked at all.
+    with pytest.raises(DepsError, match=r"runs stages.build, which is not a module under"):
+        check_deps(DVC_YAML, tmp_path, packages=PACKAGES)
+
+
 def test_check_names_missing_and_stale_entries_per_stage(project):
     drift = {d.stage: d for d in check_deps(DVC_YAML, project, packages=PACKAGES)}
     assert set(drift) == {"build", "other"}  # `fetch` runs no project module: not ours to judge
