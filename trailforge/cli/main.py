@@ -3,7 +3,8 @@
   trailforge --version                           the installed trailforge version
   trailforge ls                                  recipes, config groups and their options
   trailforge validate [recipe=NAME] [overrides]  compose and validate (schema, and the models the stages need)
-  trailforge compose [recipe=NAME] [overrides]   write params.yaml (and point DVC at the recipe)
+  trailforge compose [recipe=NAME] [overrides]   write params.yaml and versions.yaml (and point DVC at the recipe)
+  trailforge versions [--check]                  record the installed versions stages depend on in versions.yaml
   trailforge run [recipe=NAME] [overrides]       compose, then `dvc repro`
   trailforge report [--outputs DIR]              accepted / rejected counts, reasons and figures per stage
   trailforge recheck [DIR]                       re-run every exported environment's controls from its folder
@@ -29,6 +30,7 @@ from .. import __version__
 from ..config import ConfigError, compose, validate, write_params
 from ..config.compose import list_groups, list_recipes, point_dvc_at_recipe, project_root
 from ..config.requirements import check_model_settings
+from ..config.versions import VERSIONS_FILE, read_versions, recorded_versions, version_drift, write_versions
 from ..io.pipeline import pipeline_stages
 
 
@@ -93,8 +95,28 @@ def cmd_compose(args: argparse.Namespace) -> int:
     root = project_root()
     out = Path(args.output) if args.output else root / "params.yaml"
     write_params(data, out)
+    write_versions(recorded_versions(data), out.parent / VERSIONS_FILE)
     point_dvc_at_recipe(root, recipe)
-    print(f"wrote {out} from recipe '{recipe}'")
+    print(f"wrote {out} from recipe '{recipe}' (and {VERSIONS_FILE})")
+    return 0
+
+
+def cmd_versions(args: argparse.Namespace) -> int:
+    """Rewrite (or with --check compare) versions.yaml for the params.yaml already composed."""
+    import yaml
+
+    params = Path(args.params) if args.params else project_root() / "params.yaml"
+    if not params.is_file():
+        raise InputMissing(f"{params} does not exist; run `trailforge compose recipe=demo` first")
+    path = params.parent / VERSIONS_FILE
+    current = recorded_versions(yaml.safe_load(params.read_text(encoding="utf-8")) or {})
+    if args.check:
+        drift = version_drift(read_versions(path), current) if path.is_file() else [f"{path} does not exist"]
+        for line in drift:
+            print(line)
+        return 1 if drift else 0
+    write_versions(current, path)
+    print(f"wrote {path}")
     return 0
 
 
@@ -297,6 +319,10 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "compose":
             command.add_argument("--output", help="where to write (default: <project>/params.yaml)")
         command.set_defaults(func=func)
+    versions = sub.add_parser("versions", help="record the installed library versions stages depend on")
+    versions.add_argument("--params", default=None, help="the composed config (default: the project's params.yaml)")
+    versions.add_argument("--check", action="store_true", help="compare with versions.yaml; exit 1 on a difference")
+    versions.set_defaults(func=cmd_versions)
     report = sub.add_parser("report", help="per-stage accepted/rejected counts, reject reasons and figures")
     report.add_argument("--outputs", default="outputs")
     report.set_defaults(func=cmd_report)

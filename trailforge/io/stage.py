@@ -20,10 +20,21 @@ def stage_args(description: str, inputs: list[str]) -> argparse.Namespace:
 
 
 def params_or_exit(path: str) -> TrailforgeConfig:
+    """The composed config, or exit naming the problem; also refuses a ``versions.yaml`` that no longer
+    describes this environment (an upgrade since the last compose), so dvc.lock never pairs a stage's
+    results with versions that did not make them."""
+    from ..config.versions import check_recorded_versions
+
     try:
-        return load_params(path)
+        cfg = load_params(path)
     except ConfigError as exc:
         sys.exit(f"error: {exc}")
+    drift = check_recorded_versions(path, cfg.model_dump(mode="json"))
+    if drift:
+        sys.exit("error: the library versions recorded for DVC are out of date:\n  " + "\n  ".join(drift)
+                 + "\nrun `trailforge versions` (or `trailforge compose ...`), then `dvc repro`: it re-runs exactly "
+                 "the stages that depend on what changed (dvc checkout restores this stage's outputs meanwhile)")
+    return cfg
 
 
 def model_or_exit(cfg: TrailforgeConfig, stage: str, cache):

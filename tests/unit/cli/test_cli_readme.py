@@ -29,7 +29,8 @@ RUN: dict[str, list[str]] = {
         ["from recipe 'curate'"],
     "trailforge ls": ["recipes: curate, demo, ideatrail, tiny", "verifier:"],
     "trailforge validate recipe=tiny": ["recipe 'tiny' is valid"],
-    "trailforge compose recipe=tiny": ["from recipe 'tiny'"],
+    "trailforge compose recipe=tiny": ["from recipe 'tiny'", "versions.yaml"],
+    "trailforge versions": ["wrote", "versions.yaml"],
     "trailforge compose recipe=demo verifier=strict": ["from recipe 'demo'"],
     "trailforge compose recipe=demo verifier.repeats=3": ["from recipe 'demo'"],
     "dvc status": ["changed"],
@@ -42,9 +43,10 @@ RUN: dict[str, list[str]] = {
 BUILDS = "builds the whole demo corpus (minutes); tests/e2e runs `dvc repro` on recipe=tiny"
 CLUSTER = "needs a Ray cluster (tests/stage/test_ray_pipeline.py runs executor=ray on a local one)"
 LEFT_OUT: dict[str, str] = {
-    "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && trailforge compose recipe=demo "
+    "python3 -m venv .venv && . .venv/bin/activate && pip install -c constraints.txt -e '.[test]' && "
+    "trailforge compose recipe=demo "
     "&& dvc repro": "installs the package from PyPI, then " + BUILDS,
-    "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && "
+    "python3 -m venv .venv && . .venv/bin/activate && pip install -c constraints.txt -e '.[test]' && "
     "LITELLM_LOCAL_MODEL_COST_MAP=True python -m pytest -q": "installs the package and runs the whole test suite",
     "dvc repro": BUILDS,
     "trailforge run recipe=tiny": "builds the tiny corpus (tests/e2e does, through compose and dvc repro)",
@@ -95,7 +97,7 @@ def _copy_project(dest: Path) -> None:
 
     for name in ["recipe", "conf", "stages", "trailforge", ".dvc", "examples/lineage"]:
         shutil.copytree(PROJECT_ROOT / name, dest / name, ignore=left_behind)
-    for name in ["dvc.yaml", ".dvcignore", ".gitignore", "params.yaml"]:
+    for name in ["dvc.yaml", ".dvcignore", ".gitignore", "params.yaml", "versions.yaml"]:
         shutil.copy(PROJECT_ROOT / name, dest / name)
 
 

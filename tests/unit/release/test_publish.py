@@ -36,8 +36,9 @@ FEATURES = datasets.Features({
 @pytest.fixture(autouse=True)
 def lfs_not_xet(monkeypatch):
     # huggingface_hub picks Xet on the client side whenever hf_xet is installed; the stand-in speaks
-    # LFS, so switch Xet off the way HF_HUB_DISABLE_XET=1 would have at import time.
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DISABLE_XET", True)
+    # LFS, so switch Xet off the way HF_HUB_DISABLE_XET=1 would have at import time. Releases before Xet
+    # (the 0.25 floor in pyproject.toml) have no such constant and always speak LFS.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_DISABLE_XET", True, raising=False)
 
 
 @pytest.fixture
