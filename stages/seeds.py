@@ -22,7 +22,7 @@ def main() -> None:
     snapshots = read_rows(Path(args.snapshots) / "data", SnapshotRow)
     unusable = unusable_files(read_rejects(Path(args.snapshots) / "rejects.parquet"))
     sandbox, executor = build_sandbox(cfg.sandbox), build_executor(cfg.executor)
-    trees = Path(args.out) / "trees"  # consolidated single-file seeds live here (a DVC out)
+    trees = Path(args.out) / "trees"  # consolidated and parameterised seeds live here (a DVC out)
     shutil.rmtree(trees, ignore_errors=True)
     trees.mkdir(parents=True)
     with timed(recorder.figures):
@@ -30,9 +30,10 @@ def main() -> None:
         recorder.count("candidates", sum(len(c) for c in by_repo))
         budget = cfg.budget
         # One item per repository: its candidates run in order of promise until the budget is met.
+        parameter_trees = trees if cfg.tasks.seeds.parameters else None  # seeds whose data are their constants
         found = executor.map(lambda c: run_repository(c, sandbox, cache, cfg.sandbox.timeout_s,
                                                       budget.max_seeds_per_repo, budget.seed_seconds_per_repo,
-                                                      recorder),
+                                                      recorder, parameter_trees),
                              [c for c in by_repo if c], label="seeds", cache_hits=lambda: cache.stats.hits,
                              figures=recorder.figures)
         rows = [row for repo_rows in found for row in repo_rows]

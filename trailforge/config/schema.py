@@ -196,6 +196,8 @@ class CorrectionConfig(_Strict):
 class SeedModelConfig(_Strict):
     judge: bool = Field(False, description="a model judges whether each seed is a complete analysis")
     consolidate: bool = Field(False, description="a model folds multi-file seeds into one script (checked by a run)")
+    parameters: bool = Field(True, description="a script that reads no data file gets its module-level numeric "
+                             "constants read from a generated parameters.json (checked by a run; no model)")
 
 
 class DataDependenceConfig(_Strict):

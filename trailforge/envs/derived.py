@@ -33,11 +33,12 @@ from ..io import AnswerField, SeedRow, StageRecorder, TaskRow, WorkflowRow
 from ..sandbox import Sandbox, run_cached
 from .answers import answer_from_run
 from .mutations import OPERATORS, Mutation, apply_mutation, find_mutations, mutated_line
+from .parameters import seed_literals
 from .protocol import RunProtocol, recorded_request, run_note
 from .parsing import parse_python
 from .slicing import SliceError, slice_program
 from .statement import (
-    completion_statement, correction_statement, describe_data_file, literal_values, subflow_statement,
+    completion_statement, correction_statement, describe_data_file, subflow_statement,
 )
 from .tasks import still_fields, task_id_for, without_stated_fields, workspace_text
 from .workflow import MODULE_SCOPE, WRITE_CALLS, Program, Unit, analyse_program, graph_from_json, observations, unit_runs
@@ -71,9 +72,7 @@ class SeedContext:
 
     def __post_init__(self):
         self.graph = graph_from_json(self.workflow.graph)
-        self.literals = set()
-        for text in self.sources.values():
-            self.literals |= literal_values(text)
+        self.literals = seed_literals(self.seed, self.sources.values())
         self.modules = {name for u in self.program.units() if u.kind in ("Import", "ImportFrom") for name in u.defs}
         self.data_text = workspace_text(self.data)
 
@@ -618,9 +617,11 @@ def seed_context(seed: SeedRow, workflow: WorkflowRow, schema, answer, sandbox, 
         recorder.reject(seed.seed_id, "missing_dependency", f"the sandbox lacks {', '.join(env.missing)}")
         return None
     data = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
+    data_lines = [describe_data_file(f, data[f.path], parameters=f.path == seed.parameters_file)
+                  for f in seed.data_files]
     return SeedContext(
         seed=seed, workflow=workflow, program=analyse_program(sources, seed.script), sources=sources,
-        schema=schema, answer=answer, data_lines=[describe_data_file(f, data[f.path]) for f in seed.data_files],
+        schema=schema, answer=answer, data_lines=data_lines,
         data=data, env=env, sandbox=sandbox, cache=cache, recorder=recorder, cfg=cfg, rng_seed=rng_seed,
         max_fields=max_fields, max_rows=max_rows,
     )

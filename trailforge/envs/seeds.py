@@ -5,6 +5,11 @@ top-level statements beyond definitions) and refers to data. Each candidate runs
 sandbox on a copy of the whole snapshot under a tracer that records the files it read
 and the repository modules it imported. A seed program is a candidate that exits
 cleanly, reads at least one data file and prints or writes something.
+
+A script that reads no data file but sets numeric constants at module level (a simulation,
+a teaching example) gets its constants moved into a generated parameters file
+(``parameters.py``); the rewritten program is run too and becomes the seed only when its
+outputs are identical to the original's, and lives in a tree of its own under ``trees``.
 """
 from __future__ import annotations
 
@@ -18,12 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..cache import ContentCache
-from ..io import SeedRow, SnapshotRow, StageRecorder, WrittenFile
+from ..io import FileEntry, SeedRow, SnapshotRow, StageRecorder, WrittenFile
 from ..sandbox import PLOTS_FILE, RUNNER_FILES, TRACE_FILE, Sandbox, run_cached
 from ..sandbox.base import NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT
 from .answers import is_result_file
 from .deps import (canonical, distribution_for, era_date, requirement_name, resolve_distributions, script_imports,
                    third_party)
+from .parameters import parameterize
 from .parsing import PYTHON2_ONLY, SYNTAX_ERROR, UNPARSEABLE_SOURCE, UnparseableSource, parse_python
 from .plots import read_plots
 from .protocol import NEEDS_ARGUMENTS, RunProtocol, infer_protocols, recorded_request
@@ -125,9 +131,11 @@ def _docs(snapshot: SnapshotRow) -> dict[str, str]:
 
 
 def run_repository(candidates: list[SeedCandidate], sandbox: Sandbox, cache: ContentCache, timeout_s: float,
-                   max_seeds: int, seconds_budget: float, recorder: StageRecorder) -> list[SeedRow]:
+                   max_seeds: int, seconds_budget: float, recorder: StageRecorder,
+                   trees: Path | None = None) -> list[SeedRow]:
     """Try one repository's candidates in order of promise until ``max_seeds`` are accepted or the
-    repository's run time (the recorded durations, so a cached re-run decides the same) is spent."""
+    repository's run time (the recorded durations, so a cached re-run decides the same) is spent.
+    ``trees``: where seeds with a generated parameters file get their tree; None: no such seeds."""
     rows, spent = [], 0.0
     for candidate in candidates:
         if len(rows) >= max_seeds:
@@ -137,7 +145,7 @@ def run_repository(candidates: list[SeedCandidate], sandbox: Sandbox, cache: Con
             recorder.reject(candidate.seed_id, "repo_time_budget",
                             f"budget.seed_seconds_per_repo={seconds_budget:g} spent ({spent:.1f} s of runs)")
             continue
-        row, seconds = run_candidate(candidate, sandbox, cache, timeout_s, recorder)
+        row, seconds = run_candidate(candidate, sandbox, cache, timeout_s, recorder, trees)
         spent += seconds
         if row is not None:
             rows.append(row)
@@ -235,7 +243,7 @@ def dependency_ladder(candidate: SeedCandidate, installs: bool, python_version: 
 
 
 def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCache, timeout_s: float,
-                  recorder: StageRecorder) -> tuple[SeedRow | None, float]:
+                  recorder: StageRecorder, trees: Path | None = None) -> tuple[SeedRow | None, float]:
     """Run the candidate in each environment of its ladder, under each of its protocols, until one works;
     (the seed or None, seconds run). Every environment tried is on the seed (``environment_attempts``)."""
     item = candidate.seed_id
@@ -257,7 +265,7 @@ def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCach
             failures.append((None, ("missing_dependency", f"the sandbox lacks {', '.join(env.missing)}",
                                     {"missing": list(env.missing)})))
             continue
-        row, tried, spent = _run_protocols(candidate, env, sandbox, cache, timeout_s, recorder)
+        row, tried, spent = _run_protocols(candidate, env, sandbox, cache, timeout_s, recorder, trees)
         seconds += spent
         cost["run_s"] = round(cost["run_s"] + spent, 2)
         if row is not None:
@@ -294,7 +302,7 @@ def _ladder_figure(recorder: StageRecorder, rung: str) -> dict:
 
 
 def _run_protocols(candidate: SeedCandidate, env, sandbox: Sandbox, cache: ContentCache, timeout_s: float,
-                   recorder: StageRecorder) -> tuple[SeedRow | None, list, float]:
+                   recorder: StageRecorder, trees: Path | None = None) -> tuple[SeedRow | None, list, float]:
     """Run the candidate in ``env`` under each of its protocols until one makes a seed;
     (the seed or None, [(protocol, failure)], seconds run)."""
     snap = candidate.snapshot
@@ -308,6 +316,12 @@ def _run_protocols(candidate: SeedCandidate, env, sandbox: Sandbox, cache: Conte
         seconds += result.duration_s
         recorder.figures.setdefault("durations_s", {}).setdefault(candidate.seed_id, result.duration_s)
         row, failure = _seed_from_run(candidate, protocol, result, env)
+        if row is None and failure[0] == "no_data_read" and trees is not None:
+            row, failure, spent, generated = _parameter_seed(candidate, protocol, result, env, files, sandbox, cache,
+                                                             timeout_s, recorder, failure)
+            seconds += spent
+            if row is not None:
+                row = row.model_copy(update={"tree": str(write_seed_tree(trees, row, {**files, **generated}))})
         if row is not None:
             if number:
                 recorder.count("seeds_by_later_protocol")
@@ -360,6 +374,82 @@ def _seed_from_run(candidate: SeedCandidate, protocol: RunProtocol, result, env)
         output_folders=output_folders(Path(snap.tree), [*(w.path for w in written),
                                                         *filter(is_result_file, trace["writes"])]),
     ), ()
+
+
+def _parameter_seed(candidate: SeedCandidate, protocol: RunProtocol, result, env, files: dict[str, bytes],
+                    sandbox: Sandbox, cache: ContentCache, timeout_s: float, recorder: StageRecorder,
+                    no_data: tuple) -> tuple[SeedRow | None, tuple, float, dict[str, bytes]]:
+    """The seed of a script that read no data, with its numeric constants read from a generated parameters file
+    (``parameters.parameterize``): (seed or None, why not, seconds run, the generated files by path). The rewritten
+    program runs in the sandbox and must give exactly the original run's outputs: stdout, written files and figures
+    (else ``parameters_unreproduced``). The seed's ``tree`` is still the snapshot's; the caller gives it its own."""
+    try:
+        rewritten = parameterize(files[candidate.script].decode("utf-8"), candidate.script, protocol.cwd, set(files))
+    except (SyntaxError, ValueError, RecursionError, UnicodeDecodeError, MemoryError):
+        rewritten = None
+    if rewritten is None:
+        reason, message, detail = no_data
+        return None, (reason, message + "; and it sets no numeric constant at module level to read as a parameter",
+                      detail), 0.0, {}
+    recorder.count("parameter_rewrites_tried")
+    program = rewritten.program.encode("utf-8")
+    parameters = rewritten.text.encode("utf-8")
+    request = recorded_request(protocol, candidate.script, {**files, candidate.script: program,
+                                                            rewritten.path: parameters}, timeout_s, trace=())
+    again, hit = run_cached(cache, sandbox, env, request)
+    recorder.count("executions_cached" if hit else "executions_run")
+    problem = reproduction_problem(result, again, rewritten.path)
+    if problem:
+        return None, ("parameters_unreproduced", f"{candidate.script} with its constants "
+                      f"({', '.join(rewritten.names[:8])}) read from {rewritten.path}: {problem}",
+                      {"parameters": list(rewritten.names)}), again.duration_s, {}
+    snap = candidate.snapshot
+    entry = FileEntry(path=rewritten.path, sha256=hashlib.sha256(parameters).hexdigest(), size=len(parameters),
+                      kind="data")
+    with_file = SeedCandidate(snap.model_copy(update={"files": [*snap.files, entry]}), candidate.script,
+                              candidate.protocols, candidate.promise, candidate.imports)
+    row, failure = _seed_from_run(with_file, protocol, again, env)
+    if row is None:
+        return None, failure, again.duration_s, {}
+    recorder.count("seeds_from_parameters")
+    recorder.count("parameters_in_files", len(rewritten.names))
+    return row.model_copy(update={"parameters_file": rewritten.path}), (), again.duration_s, \
+        {candidate.script: program, rewritten.path: parameters}
+
+
+def reproduction_problem(original, rewritten, parameters_path: str) -> str | None:
+    """Why the run of the rewritten program is not the original's, or None: it must exit cleanly, read the
+    parameters file, print the same bytes, write the same files with the same bytes and draw the same figures."""
+    if not rewritten.ok:
+        tail = (portable_stderr(rewritten.stderr).strip().splitlines() or [""])[-1]
+        return f"the rewritten program ended with {rewritten.reason}: {tail[:300]}"
+    if parameters_path not in _read_trace(rewritten.files.get(TRACE_FILE))["reads"]:
+        return "the rewritten program did not read the parameters file"
+    if rewritten.stdout != original.stdout or rewritten.stdout_truncated != original.stdout_truncated:
+        return "it prints something else than the original"
+    outputs = {p: d for p, d in original.files.items() if p != TRACE_FILE}
+    again = {p: d for p, d in rewritten.files.items() if p != TRACE_FILE}
+    if set(outputs) != set(again):
+        return f"it writes other files ({sorted(set(outputs) ^ set(again))[:5]})"
+    differ = sorted(p for p in outputs if outputs[p] != again[p])
+    if differ:
+        return f"its outputs differ from the original's ({differ[:5]})"
+    return None
+
+
+def write_seed_tree(trees: Path, seed: SeedRow, files: dict[str, bytes]) -> Path:
+    """A tree of the seed's own under ``trees`` (``<repo>/parameters-<digest>``): its data files (the generated
+    parameters file), the rewritten entry script and the repository modules it imports, as ``files`` has them.
+    Named by its content, so a re-run writes the same folder."""
+    paths = sorted({*(f.path for f in seed.data_files), *seed.program_files})
+    digest = hashlib.sha256(json.dumps({p: hashlib.sha256(files[p]).hexdigest() for p in paths},
+                                       sort_keys=True).encode()).hexdigest()[:12]
+    folder = trees / seed.repo_id / f"parameters-{digest}"
+    for path in paths:
+        target = folder / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(files[path])
+    return folder
 
 
 def output_folders(tree: Path, written: list[str]) -> list[str]:

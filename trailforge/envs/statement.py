@@ -83,13 +83,23 @@ def _plain_names(names: list) -> str:
     return ", ".join(shown) + (f"{'; ' if shown else ''}{hidden} not shown" if hidden else "")
 
 
-def describe_data_file(entry: FileEntry, data: bytes) -> str:
+def describe_data_file(entry: FileEntry, data: bytes, parameters: bool = False) -> str:
+    """One line on an input file: its path, format and shape. ``parameters``: the file holds the analysis's
+    numeric parameters, which the original script set in its code (``envs/parameters.py``); the line says so
+    and names them, since their names are all that tells what each number is."""
     suffix = PurePosixPath(entry.path).suffix.lower()
     path = inline_code(entry.path)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return f"{path} (binary, {entry.size} bytes)"
+    if parameters:
+        try:
+            names = list(json.loads(text))
+        except (ValueError, TypeError):
+            names = []
+        return (f"{path} (JSON object: the numeric parameters of the analysis, one per key, named as in the "
+                f"original code; keys: {_plain_names(names[:MAX_PARAMETERS])}). Read them from this file.")
     if suffix in (".csv", ".tsv"):
         rows = list(csv.reader(io.StringIO(text), delimiter="\t" if suffix == ".tsv" else ","))
         rows = [r for r in rows if r]

@@ -20,6 +20,7 @@ from ..io import SeedRow, StageRecorder, TaskRow
 from ..sandbox import run_cached
 from .answers import answer_from_run, extract_answer
 from .dependence import VARIANTS, moved_fields, perturb_files
+from .parameters import seed_literals
 from .protocol import RunProtocol, recorded_request, run_note
 from .statement import describe_data_file, literal_values, reproduction_statement, stated_fields
 
@@ -45,7 +46,7 @@ def seed_answer(seed: SeedRow, max_fields: int, max_table_rows: int, recorder: S
         recorder.count(f"answer_fields_{reason}", n)
     tree = Path(seed.tree)
     program = {path: (tree / path).read_text(encoding="utf-8") for path in seed.program_files}
-    return drop_echoed_settings(schema, answer, program, recorder)
+    return drop_echoed_settings(schema, answer, program, recorder, seed_literals(seed, program.values()))
 
 
 def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, recorder: StageRecorder,
@@ -62,7 +63,8 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
                         "and drew no figure with data")
         return None
     data = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
-    data_lines = [describe_data_file(f, data[f.path]) for f in seed.data_files]
+    data_lines = [describe_data_file(f, data[f.path], parameters=f.path == seed.parameters_file)
+                  for f in seed.data_files]
     sources = [program[p] for p in seed.program_files]
     statement, schema, answer = without_stated_fields(
         lambda s, a: reproduction_statement(seed.repo_id, seed.discipline, seed.script, data_lines, sources, s, a),
@@ -119,15 +121,18 @@ def without_stated_fields(build, schema, answer, text: str, recorder: StageRecor
     return statement, schema, answer
 
 
-def drop_echoed_settings(schema, answer, program: dict[str, str], recorder: StageRecorder):
-    """Remove fields that only echo a constant written in the program (a seed, a resample count).
+def drop_echoed_settings(schema, answer, program: dict[str, str], recorder: StageRecorder,
+                         literals: set | None = None):
+    """Remove fields that only echo a constant written in the program (a seed, a resample count) or, given
+    ``literals``, any of those (a parameters file's numbers too).
 
     Such a value is an input of the analysis, not a result: asking for it tests nothing, and
     the statement's parameter list would give it away.
     """
-    literals = set()
-    for source in program.values():
-        literals |= literal_values(source)
+    if literals is None:
+        literals = set()
+        for source in program.values():
+            literals |= literal_values(source)
     kept = []
     for field in schema:
         value = answer[field.name]

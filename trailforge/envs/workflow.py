@@ -484,7 +484,7 @@ def trace_seed(seed, sandbox, cache, recorder, min_upstream_ops: int, max_rows: 
     from ..io import WorkflowRow
     from ..sandbox import TRACE_FILE, run_cached
     from .protocol import recorded_request
-    from .statement import literal_values
+    from .parameters import seed_literals
 
     tree = Path(seed.tree)
     sources = {path: (tree / path).read_text(encoding="utf-8") for path in seed.program_files}
@@ -522,9 +522,7 @@ def trace_seed(seed, sandbox, cache, recorder, min_upstream_ops: int, max_rows: 
     trace.pop("local_modules", None)
     written = [w.path for w in seed.files_written]
     graph = build_graph(program, trace, [f.path for f in seed.data_files], written)
-    literals = set()
-    for text in sources.values():
-        literals |= literal_values(text)
+    literals = seed_literals(seed, sources.values())
     targets = informative_targets(program, graph, trace, literals, min_upstream_ops, max_rows)
     recorder.count("informative_targets", len(targets))
     recorder.count("graph_nodes", graph.number_of_nodes())

@@ -82,6 +82,9 @@ class SeedRow(_Row):
     output_folders: list[str] = Field(default_factory=list)
     # Every environment the seeds stage tried, in order (rung, distributions, as_of, outcome); the last ran.
     environment_attempts: list[dict[str, Any]] = Field(default_factory=list)
+    # The data file the seeds stage generated from the script's own numeric constants (parameters as data,
+    # ``envs/parameters.py``): one of ``data_files``, in the seed's own tree; None for a script that reads data.
+    parameters_file: str | None = None
 
 
 class AnswerField(_Row):
