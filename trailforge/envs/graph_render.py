@@ -17,7 +17,7 @@ KINDS: dict[str, tuple[str, str, str]] = {
     "operation": ("operation (file:line)", "#dbe9f6", "box"),
     "variable": ("variable (observed value)", "#fdf0d5", "ellipse"),
     "return": ("function return", "#e8e0f4", "diamond"),
-    "output": ("output (printed, written)", "#f6d8d8", "note"),
+    "output": ("output (printed, written, drawn)", "#f6d8d8", "note"),
 }
 EDGE_LEGEND = "data flows along the arrow"
 

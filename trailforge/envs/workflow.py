@@ -12,7 +12,7 @@ The graph has three kinds of nodes:
 - ``operation``: one unit, labelled with the operations it performs;
 - ``variable``: one binding of a name by one unit (``name@path:line``), annotated with the
   value observed when the unit finished in the traced run;
-- ``data_file`` / ``output``: files read, printed lines and written files.
+- ``data_file`` / ``output``: files read, printed lines, written files and drawn figures.
 
 Edges are data dependencies: a variable flows into every unit that reads it before it is
 rebound; a call to a program-defined function links the calling unit to that function's
@@ -47,6 +47,10 @@ MUTATING_METHODS = {
 # Calls that save results to a file.
 WRITE_CALLS = {"to_csv", "to_json", "to_excel", "to_parquet", "dump", "savetxt", "save", "savez", "write",
                "writerow", "writerows", "savefig"}
+# Calls that draw what the plot recorder reads off a figure (``sandbox/plot_recorder.py``: lines, scatters, bars,
+# histograms, error bars, images, titles and legends). A figure is an output whether it is saved or only shown.
+PLOT_CALLS = {"plot", "scatter", "bar", "barh", "hist", "errorbar", "imshow", "matshow", "step", "stem", "semilogx",
+              "semilogy", "loglog", "title", "set_title", "suptitle", "legend", "text", "annotate"}
 # Calls that only report or save; a statement made of nothing else never feeds a result.
 OUTPUT_CALLS = {
     "print", "makedirs", "mkdir", "to_csv", "to_json", "to_excel", "to_parquet", "savefig", "show", "plot",
@@ -364,6 +368,9 @@ def build_graph(program: Program, trace: dict[str, Any], data_files: list[str], 
             if "print" in unit.calls:
                 graph.add_node(f"printed:{path}:{unit.line}", kind="output", path=path, line=unit.line)
                 graph.add_edge(unit.node_id, f"printed:{path}:{unit.line}")
+            if set(c.split(".")[-1] for c in unit.calls) & PLOT_CALLS:
+                graph.add_node(f"plotted:{path}:{unit.line}", kind="output", path=path, line=unit.line)
+                graph.add_edge(unit.node_id, f"plotted:{path}:{unit.line}")
             for name in sorted(unit.defs):
                 var = f"var:{name}@{path}:{unit.line}"
                 seen = observed.get((path, unit.line, name))

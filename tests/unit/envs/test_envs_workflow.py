@@ -250,3 +250,19 @@ def test_methods_of_a_class_are_traced_and_feed_what_the_program_prints(tmp_path
     assert feeds_output(graph, innermost_unit(program, "prog.py", q_line).node_id)
     tau_line = CLASS_PROGRAM.splitlines().index("        self.tau = tau") + 1
     assert feeds_output(graph, innermost_unit(program, "prog.py", tau_line).node_id)
+
+
+def test_a_figure_that_is_only_shown_is_an_output_of_the_steps_that_draw_it():
+    # Teaching scripts and simulations draw and call show(); the figure's data are the answer (plot recorder), so
+    # the loop that fills the plotted arrays feeds an output and can hold a Completion hole or a Correction defect.
+    source = ("import numpy as np\nimport matplotlib.pyplot as plt\nn = 50\nx = np.zeros(n)\n"
+              "for i in range(n - 1):\n    x[i + 1] = x[i] + 0.1 * np.sin(i)\n"
+              "unused = np.ones(3) * 2\nplt.plot(np.arange(n), x)\nplt.show()\n")
+    program = analyse_program({"sim.py": source}, "sim.py")
+    graph = build_graph(program, {"lines": {}, "values": [], "calls": []}, [], [])
+    outputs = {n for n, a in graph.nodes(data=True) if a["kind"] == "output"}
+    assert outputs == {"plotted:sim.py:8"}
+    loop = next(u for u in program.scopes[("sim.py", 0)] if u.kind == "For")
+    assert "plotted:sim.py:8" in nx.descendants(graph, loop.node_id)
+    spare = next(u for u in program.scopes[("sim.py", 0)] if "unused" in u.defs)
+    assert not any(graph.nodes[n]["kind"] == "output" for n in nx.descendants(graph, spare.node_id))
