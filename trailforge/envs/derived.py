@@ -33,7 +33,7 @@ from ..io import AnswerField, SeedRow, StageRecorder, TaskRow, WorkflowRow
 from ..sandbox import Sandbox, run_cached
 from .answers import answer_from_run
 from .mutations import OPERATORS, Mutation, apply_mutation, find_mutations, mutated_line
-from .parameters import seed_literals
+from .parameters import generated_lines, seed_literals
 from .protocol import RunProtocol, recorded_request, run_note
 from .parsing import parse_python
 from .slicing import SliceError, slice_program
@@ -338,7 +338,7 @@ def _without_target(text: str, name: str) -> str:
 
 def _defective_slice(ctx: SeedContext, program: dict[str, str], schema, answer) -> dict | None:
     text = program[ctx.seed.script]
-    helper_lines = _helper_lines(text)
+    helper_lines = _helper_lines(text) | parameter_lines(ctx, ctx.seed.script, text)
     candidates = [m for m in find_mutations(text, ctx.seed.script, _allowed(ctx)) if m.line not in helper_lines]
     scientific = [m for m in candidates if OPERATORS[m.operator].scientific]
     for mutation in (scientific or candidates)[:3]:
@@ -351,6 +351,14 @@ def _defective_slice(ctx: SeedContext, program: dict[str, str], schema, answer) 
             return {"name": "defective", "entrypoint": ctx.seed.script, "files": files,
                     "mutation": {"operator": mutation.operator, "line": mutation.line}}
     return None
+
+
+def parameter_lines(ctx, path: str, text: str | None = None) -> set[int]:
+    """Lines of ``path`` (or of ``text``, a version of it) that read the seed's generated parameters file."""
+    parameters = getattr(ctx.seed, "parameters_file", None)
+    if not parameters or path != ctx.seed.script:
+        return set()
+    return generated_lines(ctx.sources[path] if text is None else text, parameters)
 
 
 def _helper_lines(text: str) -> set[int]:
@@ -382,7 +390,10 @@ def completion_holes(ctx: SeedContext) -> list[dict]:
     # Every file of the program: an entry script that only calls a module's function (ZLS92's two-line driver
     # around def_gnss_sql.gnss_sql) has all its steps there. The hole must still change a graded field.
     for (path, scope_line), units in sorted(ctx.program.scopes.items()):
+        generated = parameter_lines(ctx, path)
         for unit in units:
+            if unit.line in generated:
+                continue  # the lines that read a parameters file are plumbing, not a step of the analysis
             hole = _block_hole(ctx, unit, units, runs, values)
             if hole:
                 holes.append(hole)
@@ -524,7 +535,7 @@ def correction_candidates(ctx: SeedContext) -> list[Mutation]:
     lines = ctx.workflow.trace.get("lines", {})
     groups: dict[str, list[Mutation]] = {name: [] for name in OPERATORS}
     for path in ctx.seed.program_files:
-        executed = set(lines.get(path, []))
+        executed = set(lines.get(path, [])) - parameter_lines(ctx, path)
         for mutation in find_mutations(ctx.sources[path], path, _allowed(ctx), executed):
             unit = innermost_unit(ctx.program, path, mutation.line)
             if unit is None or not feeds_output(ctx.graph, unit.node_id):

@@ -52,3 +52,34 @@ def test_slightly_moved_fields_are_those_off_the_reference_but_not_changed():
     changed = differences(schema, ref, got)
     assert changed == {"slope": "it comes out too high"}
     assert slightly_moved(schema, ref, got, changed) == ["rmin"]
+
+
+def test_corrections_never_edit_the_lines_that_read_a_generated_parameters_file():
+    import random
+    from types import SimpleNamespace
+
+    from trailforge.config.schema import TasksConfig
+    from trailforge.envs.derived import correction_candidates
+    from trailforge.envs.parameters import parameterize
+    from trailforge.envs.workflow import analyse_program, build_graph
+
+    original = ("import matplotlib.pyplot as plt\nn = 40\ndt = 0.05\nk = 1.5\nx = [1.0]\n"
+                "for i in range(n - 1):\n    x.append(x[-1] - k * x[-1] * dt)\nplt.plot(x)\nplt.show()\n")
+    rewritten = parameterize(original, "decay.py", ".", set())
+    sources = {"decay.py": rewritten.program}
+    program = analyse_program(sources, "decay.py")
+    trace = {"lines": {"decay.py": list(range(1, len(rewritten.program.splitlines()) + 1))}, "values": [],
+             "calls": []}
+
+    def candidates(parameters_file):
+        ctx = SimpleNamespace(program=program, sources=sources, graph=build_graph(program, trace, [], []),
+                              workflow=SimpleNamespace(trace=trace), cfg=TasksConfig(),
+                              seed=SimpleNamespace(script="decay.py", program_files=["decay.py"],
+                                                   parameters_file=parameters_file),
+                              rng=lambda purpose: random.Random(purpose))
+        return {m.line for m in correction_candidates(ctx)}
+
+    reads = {n for n, line in enumerate(rewritten.program.splitlines(), 1) if "_params" in line or "json" in line}
+    assert candidates(None) & reads, "without the mark, the key swap on a read line is a candidate"
+    edited = candidates(rewritten.path)
+    assert edited and not edited & reads, "the model's own lines (the Euler step) are still candidates"

@@ -15,7 +15,9 @@ import pytest
 
 from trailforge.cache import ContentCache
 from trailforge.envs.answers import extract_answer
-from trailforge.envs.parameters import PARAMETERS_FILE, format_number, parameter_assignments, parameterize
+from trailforge.envs.parameters import (
+    PARAMETERS_FILE, format_number, generated_lines, parameter_assignments, parameterize,
+)
 from trailforge.envs.seeds import find_candidates, run_repository
 from trailforge.envs.statement import describe_data_file
 from trailforge.envs.tasks import still_fields
@@ -200,3 +202,13 @@ def test_without_constants_or_with_the_step_off_no_data_read_stays(tmp_path, san
     assert "no numeric constant" in recorder.rejects[0].message
     rows, recorder, _ = _seeds(tmp_path / "b", sandbox, {"sir.py": SIR}, trees=False)
     assert rows == [] and [r.reason for r in recorder.rejects] == ["no_data_read"]
+
+
+def test_the_generated_lines_are_the_prelude_and_the_reads_and_nothing_else():
+    done = parameterize(SIMULATION, "sir.py", ".", set())
+    lines = done.program.splitlines()
+    marked = generated_lines(done.program, done.path)
+    assert sorted(lines[n - 1].split(" ")[0] for n in marked) == sorted(
+        ["import", "with", "", "N", "beta", "gamma", "days", "y0"])
+    assert all("_params" in lines[n - 1] or "json" in lines[n - 1] for n in marked)
+    assert generated_lines(SIMULATION, PARAMETERS_FILE) == set(), "a program nobody rewrote has none"
