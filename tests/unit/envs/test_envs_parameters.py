@@ -178,7 +178,8 @@ def test_a_simulation_becomes_a_seed_whose_data_is_its_parameters_and_whose_answ
 
 
 def test_a_rewrite_that_changes_what_the_program_prints_is_a_counted_reject(tmp_path, sandbox):
-    source = "rate = 0.25\nsteps = 12\nprint('Total:', rate * steps)\nprint('Source size:', len(open(__file__).read()))\n"
+    source = ("rate = 0.25\nsteps = 12\nprint('Total:', rate * steps)\n"
+              "print('Source size:', len(open(__file__).read()))\n")
     rows, recorder, _ = _seeds(tmp_path, sandbox, {"selfread.py": source})
     assert rows == []
     [reject] = [r for r in recorder.rejects if r.item_id == "sir-teaching:selfread.py"]
