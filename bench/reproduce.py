@@ -29,7 +29,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT_ROOT))
 
 from trailforge.io.reference_lock import (  # noqa: E402
-    read_reference, record_of_build, reference_differences, reproducible_record,
+    LockError, read_reference, record_of_build, reference_differences, reproducible_record,
 )
 
 DEFAULT_REFERENCES = {"demo": "dvc.lock", "tiny": "tests/e2e/tiny.lock.yaml"}
@@ -69,19 +69,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the clones and print where they are")
     args = parser.parse_args(argv)
     reference_path = args.reference or PROJECT_ROOT / DEFAULT_REFERENCES.get(args.recipe, "dvc.lock")
-    reference = reference_record(reference_path)
+    try:
+        reference = reference_record(reference_path)
+    except (LockError, OSError) as error:  # a lock from before versions.yaml: build anyway, compare nothing
+        print(f"the reference {reference_path} cannot be compared with: {error}")
+        reference = None
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=PROJECT_ROOT,
                            capture_output=True, text=True).stdout.strip()
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT,
                           capture_output=True, text=True).stdout.strip()
     print(f"recipe {args.recipe}, commit {head}{' (uncommitted changes are not in the clones)' if dirty else ''}, "
-          f"reference {reference_path.relative_to(PROJECT_ROOT) if reference_path.is_relative_to(PROJECT_ROOT) else reference_path}: "
-          f"{len(reference)} stages, {sum(len(s['outs']) for s in reference.values())} outs")
+          f"reference {reference_path}: "
+          + (f"{len(reference)} stages, {sum(len(s['outs']) for s in reference.values())} outs" if reference else "none"))
     failed = 0
     root = Path(tempfile.mkdtemp(prefix="trailforge-bench-reproduce-"))
     for index in range(args.clones):
         dest = root / f"clone{index + 1}"
         seconds = build_clone(dest, args.recipe, args.python.absolute())
+        if reference is None:
+            failed += 1
+            print(f"clone {index + 1} ({args.python}): built in {seconds:.0f} s, no reference to compare with")
+            continue
         differences = reference_differences(reference, record_of_build(dest))
         failed += bool(differences)
         print(f"clone {index + 1} ({args.python}): built in {seconds:.0f} s, "
