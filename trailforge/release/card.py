@@ -5,9 +5,12 @@ The card and the HTML report (:mod:`trailforge.release.report`) render one conte
 repository (ids, origins, reject messages) is untrusted: the Markdown template escapes it with
 :func:`markdown_cell`, the HTML template through Jinja's autoescaping.
 
-Reproducibility: the card holds no timing and no dirty-tree flag. It does name the git commit the
-stage ran at; git HEAD is not a DVC dependency, so a new commit alone does not re-run the stage, and
-the card keeps naming the commit that produced these bytes (see :func:`code_version`).
+Reproducibility: the card holds no timing, no dirty-tree flag and no git commit, so a fresh clone
+rebuilds it byte for byte. A commit cannot be part of it: the commit that records a build's dvc.lock is
+always newer than the one the build ran at, so a card naming its commit could never be rebuilt from the
+commit that ships it. The commit the stage ran at goes to the release's ``timings.json`` (not cached) and
+into the card of a published copy (:mod:`trailforge.release.publish`); the cached card names the package
+version, and the exact code is each stage's code deps in the build's dvc.lock.
 """
 from __future__ import annotations
 
@@ -74,9 +77,16 @@ def _git(project: Path, *args: str) -> str | None:
 
 
 def describe_code_version(version: dict[str, Any]) -> str:
-    if version.get("commit"):
-        return f"git commit {version['commit']} (trailforge {version['package_version']})"
-    return f"trailforge {version['package_version']} (not built from a git commit)"
+    """The code version as the cached card states it: the package version only (see the module docstring)."""
+    return f"trailforge {version['package_version']} (the code of each stage: its code deps in dvc.lock)"
+
+
+def describe_build_commit(version: dict[str, Any]) -> str:
+    """The commit a build ran at, for a published copy's card (from the release's timings.json)."""
+    if not version.get("commit"):
+        return f"built by trailforge {version.get('package_version', 'unknown')} outside a git checkout"
+    dirty = " with uncommitted code changes" if version.get("dirty") else ""
+    return f"built by trailforge {version.get('package_version', 'unknown')} at git commit {version['commit']}{dirty}"
 
 
 DATA_DIR = "data"

@@ -56,7 +56,8 @@ import yaml
 
 from ..config.schema import PublishConfig
 from ..io import LineageRow, read_rows
-from .card import DATA_DIR, card_configs, size_category
+from ..io.store import TIMINGS_FILE
+from .card import DATA_DIR, card_configs, describe_build_commit, size_category
 
 REPO_TYPE = "dataset"
 RECIPE_DIR = "recipe"
@@ -143,9 +144,11 @@ def check_params_hash(card: str, params: bytes) -> None:
                            "then publish")
 
 
-def published_card(card: str, publish_set: str, kinds: dict[str, int], release_count: int) -> str:
+def published_card(card: str, publish_set: str, kinds: dict[str, int], release_count: int,
+                   build: dict[str, Any] | None = None) -> str:
     """The release's card for the uploaded set: its configs, size and ``trailforge.set``, and a section
-    saying which set this is. The statistics in the body stay those of the whole release."""
+    saying which set this is and, when ``build`` (the release's recorded code version) is known, the
+    commit it was built at. The statistics in the body stay those of the whole release."""
     header, body = card_parts(card)
     total = sum(kinds.values())
     header["size_categories"] = [size_category(total)]
@@ -161,12 +164,22 @@ def published_card(card: str, publish_set: str, kinds: dict[str, int], release_c
                f"{release_count} environments ({counts}). `load_dataset(repo)` gives one split per task type; "
                "`load_dataset(repo, \"<task type>\")` gives one type as `train`. Each environment's folder is under "
                "`environments/<env_id>/`: `trailforge fetch-env REPO ENV_ID --dest DIR` downloads one and grades its "
-               "reference answer with its own eval. The statistics below describe the whole release.\n\n")
+               "reference answer with its own eval. The statistics below describe the whole release."
+               + (f" This release was {describe_build_commit(build)}." if build else "") + "\n\n")
     lines = body.split("\n", 1)  # after the title line, when the body starts with one
     body = f"{lines[0]}\n\n{section}{lines[1].lstrip(chr(10))}" if body.startswith("# ") and len(lines) == 2 \
         else section + body
     front = yaml.safe_dump(header, sort_keys=False, allow_unicode=True, default_flow_style=False)
     return f"---\n{front}---\n{body}"
+
+
+def build_version(release_dir: Path) -> dict[str, Any] | None:
+    """The code version the release stage recorded in its timings.json (None when there is none to read)."""
+    try:
+        version = json.loads((release_dir / TIMINGS_FILE).read_text(encoding="utf-8")).get("code_version")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, dict) else None
 
 
 def release_files(release_dir: Path, recipe_files: Mapping[str, Path], publish_set: str = "release",
@@ -202,7 +215,8 @@ def release_files(release_dir: Path, recipe_files: Mapping[str, Path], publish_s
             if len(part := dataset[split].filter(lambda row: row["env_id"] in wanted, keep_in_memory=True))})
     files = {split_path(split): parquet_bytes(dataset[split]) for split in sorted(dataset)}
     kinds = {split: dataset[split].num_rows for split in dataset}
-    files["README.md"] = published_card(card, publish_set, kinds, len(release_ids)).encode("utf-8")
+    files["README.md"] = published_card(card, publish_set, kinds, len(release_ids),
+                                        build_version(release_dir)).encode("utf-8")
     report = release_dir / REPORT_DIR
     if report.is_dir():  # the card's images point into it
         for path in sorted(p for p in report.rglob("*") if p.is_file()):

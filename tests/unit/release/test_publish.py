@@ -21,8 +21,8 @@ from trailforge.config import ConfigError, compose, validate, write_params
 from trailforge.config.schema import PublishConfig
 from trailforge.io import LineageRow, write_rows
 from trailforge.release.card import card_configs
-from trailforge.release.publish import PublishError, card_parts, parquet_bytes, pipeline_status, published_card, \
-    publish_release, recipe_files
+from trailforge.release.publish import PublishError, build_version, card_parts, parquet_bytes, pipeline_status, \
+    published_card, publish_release, recipe_files
 from trailforge.testing.hub_server import GITATTRIBUTES, FakeHubServer
 
 REPO = "trailforge-tester/tiny-release"
@@ -113,13 +113,25 @@ def expected_files(release: Path, recipe: dict[str, Path]) -> dict[str, bytes]:
     files = {f"data/{s}-00000-of-00001.parquet": parquet_bytes(dataset[s]) for s in dataset}
     kinds = {s: dataset[s].num_rows for s in dataset}
     files["README.md"] = published_card((release / "README.md").read_text(), "release", kinds,
-                                        sum(kinds.values())).encode()
+                                        sum(kinds.values()), build_version(release)).encode()
     files["report/tasks.svg"] = (release / "report" / "tasks.svg").read_bytes()
     for path in (release / "environments").rglob("*"):
         if path.is_file():
             files[f"environments/{path.relative_to(release / 'environments').as_posix()}"] = path.read_bytes()
     files.update({f"recipe/{rel}": path.read_bytes() for rel, path in recipe.items()})
     return files
+
+
+def test_the_published_card_names_the_commit_the_release_was_built_at(release):
+    card = (release / "README.md").read_text()
+    assert build_version(release) is None  # no timings.json: the section says nothing of a build
+    assert "git commit" not in published_card(card, "release", {"completion": 3}, 3)
+    (release / "timings.json").write_text(json.dumps(
+        {"stage": "release", "code_version": {"commit": "d" * 40, "package_version": "0.1.0", "dirty": True}}))
+    published = published_card(card, "release", {"completion": 3}, 3, build_version(release))
+    assert f"built by trailforge 0.1.0 at git commit {'d' * 40} with uncommitted code changes" in published
+    (release / "timings.json").write_text("{truncated")
+    assert build_version(release) is None
 
 
 def test_first_push_uploads_exactly_the_release_files(hub, release, recipe):

@@ -55,9 +55,9 @@ def _statistics() -> dict:
     return release_statistics(tasks, outcomes, seed=0, repos=repos, snapshots=snapshots, seed_rows=seeds)
 
 
-def _write(out: Path) -> dict[str, Path]:
+def _write(out: Path, commit: str = "c" * 40, dirty: bool = True) -> dict[str, Path]:
     return write_release_report(out, name="tiny-release", recipe="tiny", params_hash="f" * 64,
-                                version={"commit": "c" * 40, "package_version": "0.1.0", "dirty": True},
+                                version={"commit": commit, "package_version": "0.1.0", "dirty": dirty},
                                 stats=_statistics(), recipe_facts={"llm_provider": "none", "statements": "deterministic"})
 
 
@@ -72,6 +72,16 @@ def test_the_report_and_card_are_byte_identical_across_renders(tmp_path):
     assert b"Software" not in png and b"matplotlib" not in png.lower(), "no version stamp in the PNG"
 
 
+def test_the_card_and_report_do_not_change_with_the_commit_they_were_built_at(tmp_path):
+    # The commit that records a build's dvc.lock is newer than the one it ran at: a card naming its commit
+    # could never be rebuilt byte for byte from the commit that ships it.
+    _write(tmp_path / "a", commit="a" * 40, dirty=True)
+    _write(tmp_path / "b", commit="b" * 40, dirty=False)
+    for path in sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*") if p.is_file()):
+        assert (tmp_path / "a" / path).read_bytes() == (tmp_path / "b" / path).read_bytes(), f"{path} differs"
+    assert "a" * 40 not in (tmp_path / "a" / "README.md").read_text()
+
+
 def test_the_card_has_hub_metadata_and_escapes_repository_text(tmp_path):
     paths = _write(tmp_path)
     text = paths["card"].read_text(encoding="utf-8")
@@ -84,7 +94,7 @@ def test_the_card_has_hub_metadata_and_escapes_repository_text(tmp_path):
     assert meta["configs"][0]["data_files"] == [{"split": k, "path": f"data/{k}-*.parquet"} for k in kinds]
     assert meta["configs"][1]["data_files"] == [{"split": "train", "path": "data/reproduction-*.parquet"}]
     assert meta["trailforge"]["params_sha256"] == "f" * 64 and meta["trailforge"]["set"] == "release"
-    assert "dirty" not in text and "c" * 40 in text and "f" * 64 in text
+    assert "dirty" not in text and "c" * 40 not in text and "f" * 64 in text  # no commit: see card.py
     assert "<script>" not in body and "&lt;script&gt;" in body
     for file, *_ in PLOTS:
         assert f"(report/{file})" in body
