@@ -74,7 +74,11 @@ def test_the_seed_reads_its_constants_from_a_generated_file_outside_the_snapshot
 def test_verified_environments_hold_the_parameters_and_say_what_they_are(built):
     verified = read_rows(built / "out/verify/data", VerifiedTaskRow)
     kinds = {t.task_type for t in verified}
-    assert "reproduction" in kinds and "correction" in kinds, (kinds, read_rejects(built / "out/verify/rejects.parquet"))
+    assert "correction" in kinds, (kinds, read_rejects(built / "out/verify/rejects.parquet"))
+    # Its only data are its own constants: a Reproduction would need the model, which only the code states.
+    assert "reproduction" not in kinds and "subflow" not in kinds
+    reasons = {r.reason for r in read_rejects(built / "out/tasks/rejects.parquet")}
+    assert {"reproduction_needs_the_model", "subflow_needs_the_model"} <= reasons, reasons
     for task in verified:
         assert [f.path for f in task.workspace_files] == ["parameters.json"]
         assert "numeric parameters of the analysis" in task.statement and "keys: r, K, P0, dt, steps" in task.statement

@@ -348,21 +348,7 @@ def generated_lines(source: str, parameters_path: str) -> set[int]:
         module = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return set()
-    name = PurePosixPath(parameters_path).name
-    loaded, lines = None, set()
-    for index, node in enumerate(module.body):
-        if isinstance(node, ast.With) and len(node.items) == 1 and len(node.body) == 1:
-            opened = node.items[0].context_expr
-            body = node.body[0]
-            if (isinstance(opened, ast.Call) and getattr(opened.func, "id", None) == "open" and opened.args
-                    and isinstance(opened.args[0], ast.Constant) and opened.args[0].value == name
-                    and isinstance(body, ast.Assign) and isinstance(body.targets[0], ast.Name)):
-                loaded = body.targets[0].id
-                lines |= set(range(node.lineno, node.end_lineno + 1))
-                before = module.body[index - 1] if index else None
-                if isinstance(before, ast.Import) and [a.name for a in before.names] == ["json"]:
-                    lines.add(before.lineno)
-                break
+    loaded, _, lines = _prelude(module, PurePosixPath(parameters_path).name)
     if loaded is None:
         return set()
 
@@ -376,3 +362,24 @@ def generated_lines(source: str, parameters_path: str) -> set[int]:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and reads_parameter(node.value):
             lines |= set(range(node.lineno, node.end_lineno + 1))
     return lines
+
+
+def _prelude(module: ast.Module, name: str) -> tuple[str | None, set[str], set[int]]:
+    """``(loaded mapping's name, every name the prelude binds, its lines)`` of the prelude that loads the
+    parameters file ``name`` (``(None, set(), set())`` when there is none)."""
+    for index, node in enumerate(module.body):
+        if isinstance(node, ast.With) and len(node.items) == 1 and len(node.body) == 1:
+            item, body = node.items[0], node.body[0]
+            opened = item.context_expr
+            if (isinstance(opened, ast.Call) and getattr(opened.func, "id", None) == "open" and opened.args
+                    and isinstance(opened.args[0], ast.Constant) and opened.args[0].value == name
+                    and isinstance(body, ast.Assign) and isinstance(body.targets[0], ast.Name)):
+                loaded = body.targets[0].id
+                names = {loaded} | ({item.optional_vars.id} if isinstance(item.optional_vars, ast.Name) else set())
+                lines = set(range(node.lineno, node.end_lineno + 1))
+                before = module.body[index - 1] if index else None
+                if isinstance(before, ast.Import) and [a.name for a in before.names] == ["json"]:
+                    lines.add(before.lineno)
+                    names |= {a.asname or a.name for a in before.names}
+                return loaded, names, lines
+    return None, set(), set()

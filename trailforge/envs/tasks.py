@@ -233,11 +233,26 @@ def build_seed_tasks(seed: SeedRow, workflow, cfg, sandbox, cache, recorder: Sta
         if ctx is not None:
             builders = {"subflow": build_subflows, "completion": build_completions, "correction": build_corrections}
             for kind in ("subflow", "completion", "correction"):
+                if kind == "subflow" and kind in types and seed.parameters_file:
+                    # A Subflow names the values a step combines, not how: for a model's own arithmetic (a
+                    # simulation's update rule) that is a guess, as for its Reproduction below.
+                    recorder.reject(seed.seed_id, "subflow_needs_the_model",
+                                    f"the only data of {seed.script} are its own constants: its intermediate "
+                                    "results follow from the model's equations, which a Subflow statement does not give")
+                    continue
                 if kind in types:
                     try:
                         derived += builders[kind](ctx)
                     except Exception as exc:  # one odd program must cost its own tasks, not the stage
                         recorder.reject(seed.seed_id, f"{kind}_error",
                                         f"deriving {kind} tasks failed: {type(exc).__name__}: {exc}"[:500])
+    if "reproduction" in types and seed.parameters_file:
+        # "Reproduce it from the data alone" with the program's own constants as the data would have to give
+        # the model itself (the equations, the integration scheme), which only the code states; the statement
+        # lists operations, so the task is not answerable. Its derived tasks carry the code and stay.
+        recorder.reject(reproduction.task_id, "reproduction_needs_the_model",
+                        f"the only data of {seed.script} are its own constants ({seed.parameters_file}): reproducing "
+                        "it needs its model, which only the code states")
+        return derived
     out = [attach_controls(reproduction, derived)] if "reproduction" in types else []
     return out + derived
