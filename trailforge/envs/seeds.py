@@ -419,7 +419,8 @@ def _parameter_seed(candidate: SeedCandidate, protocol: RunProtocol, result, env
 
 def reproduction_problem(original, rewritten, parameters_path: str) -> str | None:
     """Why the run of the rewritten program is not the original's, or None: it must exit cleanly, read the
-    parameters file, print the same bytes, write the same files with the same bytes and draw the same figures."""
+    parameters file, print the same bytes, write the same result files with the same bytes and draw the same
+    figures."""
     if not rewritten.ok:
         tail = (portable_stderr(rewritten.stderr).strip().splitlines() or [""])[-1]
         return f"the rewritten program ended with {rewritten.reason}: {tail[:300]}"
@@ -427,8 +428,12 @@ def reproduction_problem(original, rewritten, parameters_path: str) -> str | Non
         return "the rewritten program did not read the parameters file"
     if rewritten.stdout != original.stdout or rewritten.stdout_truncated != original.stdout_truncated:
         return "it prints something else than the original"
-    outputs = {p: d for p, d in original.files.items() if p != TRACE_FILE}
-    again = {p: d for p, d in rewritten.files.items() if p != TRACE_FILE}
+    # Library caches and config under the scratch HOME (a fontconfig cache the first run of an environment
+    # writes, the second finds) are no outputs of the analysis; the figures are (the plots file is hidden).
+    def compared(files):
+        return {p: d for p, d in files.items() if p != TRACE_FILE and (p == PLOTS_FILE or is_result_file(p))}
+
+    outputs, again = compared(original.files), compared(rewritten.files)
     if set(outputs) != set(again):
         return f"it writes other files ({sorted(set(outputs) ^ set(again))[:5]})"
     differ = sorted(p for p in outputs if outputs[p] != again[p])

@@ -213,3 +213,25 @@ def test_the_generated_lines_are_the_prelude_and_the_reads_and_nothing_else():
         ["import", "with", "", "N", "beta", "gamma", "days", "y0"])
     assert all("_params" in lines[n - 1] or "json" in lines[n - 1] for n in marked)
     assert generated_lines(SIMULATION, PARAMETERS_FILE) == set(), "a program nobody rewrote has none"
+
+
+def _run(files: dict[str, bytes], stdout: str = "S = 3.5\n"):
+    from trailforge.sandbox.base import OK, RunResult
+    return RunResult(exit_code=0, reason=OK, stdout=stdout, stderr="", stdout_truncated=False, files=files,
+                     oversized_files=[], duration_s=0.1)
+
+
+def test_a_library_cache_only_the_rewritten_run_wrote_is_no_difference_but_a_figure_or_result_is():
+    from trailforge.envs.seeds import reproduction_problem
+    from trailforge.sandbox import PLOTS_FILE, TRACE_FILE
+
+    trace = json.dumps({"reads": ["parameters.json"]}).encode()
+    original = _run({TRACE_FILE: b"{}", PLOTS_FILE: b"[1]", "out/table.csv": b"a\n1\n"})
+    # An environment's first run leaves fontconfig's cache under the scratch HOME; the second finds it there.
+    warm = _run({TRACE_FILE: trace, PLOTS_FILE: b"[1]", "out/table.csv": b"a\n1\n",
+                 ".cache/fontconfig/3047814df9a2f067bd2d96a2b9c36e5a-le64.cache-8": b"\0"})
+    assert reproduction_problem(original, warm, "parameters.json") is None
+    other_figure = _run({TRACE_FILE: trace, PLOTS_FILE: b"[2]", "out/table.csv": b"a\n1\n"})
+    assert "differ" in reproduction_problem(original, other_figure, "parameters.json")
+    extra_result = _run({TRACE_FILE: trace, PLOTS_FILE: b"[1]", "out/table.csv": b"a\n1\n", "out/more.csv": b"b\n"})
+    assert "other files" in reproduction_problem(original, extra_result, "parameters.json")
