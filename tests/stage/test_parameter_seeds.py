@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import make_repo, run_stage, stats, write_params
+from conftest import build_to_tasks, run_stage, stats
 from trailforge.io import SeedRow, VerifiedTaskRow, read_rejects, read_rows
 
 MODEL = '''"""Logistic growth of a population, stepped with Euler's method."""
@@ -41,19 +41,10 @@ plt.show()
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("parameters")
-    project = root / "project"
-    project.mkdir()
-    repo = make_repo(root / "repos" / "logistic-growth", {
+    project, _ = build_to_tasks(tmp_path_factory.mktemp("parameters"), "logistic-growth", {
         "README.md": "Logistic population growth model for an ecology course.\n",
         "growth.py": MODEL,
-    })
-    write_params(project, [str(repo)])
-    run_stage(project, "discover", "--out", "out/discover")
-    run_stage(project, "snapshot", "--repos", "out/discover", "--out", "out/snapshot")
-    run_stage(project, "seeds", "--snapshots", "out/snapshot", "--out", "out/seeds")
-    run_stage(project, "workflows", "--seeds", "out/seeds", "--out", "out/workflows")
-    run_stage(project, "tasks", "--seeds", "out/seeds", "--workflows", "out/workflows", "--out", "out/tasks")
+    }, [])
     run_stage(project, "verify", "--tasks", "out/tasks", "--out", "out/verify")
     return project
 
