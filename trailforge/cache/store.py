@@ -83,6 +83,13 @@ class CacheStats:
             counts["hits" if hit else "misses"] += 1
         executor_events.note(self._event_token, "record", op, hit, healed=healed)
 
+    def record_not_kept(self, op: str) -> None:
+        """A fresh value the caller chose not to store (see ``get_or_compute``'s ``keep``)."""
+        with self._lock:
+            counts = self.by_op.setdefault(op, {"hits": 0, "misses": 0})
+            counts["not_kept"] = counts.get("not_kept", 0) + 1
+        executor_events.note(self._event_token, "record_not_kept", op)
+
     # A remote executor pickles the cache with the item function; the copy on the worker counts as usual
     # and notes every lookup, which the driver replays into these stats (trailforge.executor.events).
     # The entries themselves need no replay: the cache root is a directory every node reads and writes.
@@ -127,7 +134,7 @@ class ContentCache:
 
     def get_or_compute(
         self, op: str, version: int, inputs: Any, compute: Callable[[], Any],
-        load: Callable[[Any], Any] | None = None,
+        load: Callable[[Any], Any] | None = None, keep: Callable[[Any], bool] | None = None,
     ) -> tuple[Any, bool]:
         """Return ``(value, hit)``; compute and store the value on a miss.
 
@@ -139,10 +146,15 @@ class ContentCache:
         blobs it names); it runs on fresh values too, so both paths return the same thing.
         If it raises :class:`CacheCorruption` for a cached value, that entry is dropped,
         recomputed and stored again, and counted as a healed miss.
+
+        ``keep``, when given, decides whether a fresh value is stored: one it refuses is returned but
+        computed again on the next call (counted as ``not_kept``); a stored value it refuses is a miss.
         """
         key = self.key(op, version, inputs)
         cached = self.get(op, key)
         healed = False
+        if cached is not None and keep is not None and not keep(cached):
+            cached = None  # stored before the caller's rule, or by another version: not an answer now
         if cached is not None:
             try:
                 value = cached if load is None else load(cached)
@@ -155,7 +167,10 @@ class ContentCache:
                 return value, True
         self.stats.record(op, False, healed=healed)
         stored = compute()
-        self.put(op, key, stored)
+        if keep is None or keep(stored):
+            self.put(op, key, stored)
+        else:
+            self.stats.record_not_kept(op)
         return (stored if load is None else load(stored)), False
 
     def _blob_path(self, digest: str) -> Path:

@@ -309,6 +309,7 @@ def _run_protocols(candidate: SeedCandidate, env, sandbox: Sandbox, cache: Conte
     tree = Path(snap.tree)
     files = {f.path: (tree / f.path).read_bytes() for f in snap.files}
     failures, seconds = [], 0.0
+    no_data_runs = []  # (protocol, result, failure) of clean runs that read no data: parameter seeds, tried last
     for number, protocol in enumerate(candidate.protocols):
         request = recorded_request(protocol, candidate.script, files, timeout_s, trace=())
         result, hit = run_cached(cache, sandbox, env, request)
@@ -316,18 +317,35 @@ def _run_protocols(candidate: SeedCandidate, env, sandbox: Sandbox, cache: Conte
         seconds += result.duration_s
         recorder.figures.setdefault("durations_s", {}).setdefault(candidate.seed_id, result.duration_s)
         row, failure = _seed_from_run(candidate, protocol, result, env)
-        if row is None and failure[0] == "no_data_read" and trees is not None:
-            row, failure, spent, generated = _parameter_seed(candidate, protocol, result, env, files, sandbox, cache,
-                                                             timeout_s, recorder, failure)
-            seconds += spent
-            if row is not None:
-                row = row.model_copy(update={"tree": str(write_seed_tree(trees, row, {**files, **generated}))})
         if row is not None:
             if number:
                 recorder.count("seeds_by_later_protocol")
             return row, failures, seconds
+        if failure[0] == "no_data_read":
+            no_data_runs.append((len(failures), protocol, result))
         failures.append((protocol, failure))
+    # Only when no start of the script reads data is a start that read none worth a parameter seed: a run
+    # without the README's arguments that printed a help text is not the program at work.
+    for index, protocol, result in no_data_runs if trees is not None else ():
+        if USAGE_TEXT.match(result.stdout.lstrip()):
+            reason, message, detail = failures[index][1]
+            failures[index] = (protocol, (reason, message + "; it printed its usage text, so it did not run its "
+                                          "computation without arguments", detail))
+            continue
+        row, failure, spent, generated = _parameter_seed(candidate, protocol, result, env, files, sandbox, cache,
+                                                         timeout_s, recorder, failures[index][1])
+        seconds += spent
+        if row is not None:
+            row = row.model_copy(update={"tree": str(write_seed_tree(trees, row, {**files, **generated}))})
+            if index:
+                recorder.count("seeds_by_later_protocol")
+            return row, failures, seconds
+        failures[index] = (protocol, failure)
     return None, failures, seconds
+
+
+# argparse's and click's help texts start so; a script that prints one on a bare start did not compute anything.
+USAGE_TEXT = re.compile(r"(usage|Usage|USAGE):\s")
 
 
 def _seed_from_run(candidate: SeedCandidate, protocol: RunProtocol, result, env) -> tuple[SeedRow | None, tuple]:

@@ -8,13 +8,17 @@ Output files are stored as blobs, so a cached result is rebuilt byte for byte.
 A cached entry whose blobs are missing or damaged, or whose record is not a run record,
 is a miss: the run is repeated and the entry rewritten (counted as ``healed`` in the cache
 stats). A backend's ``SandboxInfrastructureError`` propagates and stores nothing.
+
+A run that timed out is returned but not stored (``not_kept`` in the cache stats): whether a program
+finishes within a wall-clock limit depends on what else the machine was doing, and a timeout kept
+from a busy moment would reject that program in every later build.
 """
 from __future__ import annotations
 
 from dataclasses import asdict, fields
 
 from ..cache import CacheCorruption, ContentCache, sha256_bytes
-from .base import PreparedEnv, RunRequest, RunResult, Sandbox
+from .base import TIMEOUT, PreparedEnv, RunRequest, RunResult, Sandbox
 
 RUN_OP = "sandbox.run"
 # 2: scratch paths masked in stdout/stderr. 3: a run gets the timeout it asks for (up to sandbox.max_timeout_s)
@@ -53,4 +57,10 @@ def run_cached(
         files = {path: cache.get_blob(digest) for path, digest in record["files"].items()}
         return RunResult(**{**record, "files": files})
 
-    return cache.get_or_compute(RUN_OP, RUN_VERSION, inputs, execute, load=load)
+    return cache.get_or_compute(RUN_OP, RUN_VERSION, inputs, execute, load=load,
+                                keep=_kept)
+
+
+def _kept(record: object) -> bool:
+    """Everything but a timeout (a record that is not a run record is ``load``'s to reject)."""
+    return not (isinstance(record, dict) and record.get("reason") == TIMEOUT)

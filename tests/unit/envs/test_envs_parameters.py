@@ -134,7 +134,7 @@ def _snapshot(root, files: dict[str, str]) -> SnapshotRow:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
         entries.append(FileEntry(path=rel, sha256=hashlib.sha256(text.encode()).hexdigest(), size=len(text.encode()),
-                                 kind="python" if rel.endswith(".py") else "data"))
+                                 kind="python" if rel.endswith(".py") else "doc" if rel.endswith(".md") else "data"))
     return SnapshotRow(repo_id="sir-teaching", origin=str(root), discipline="epidemiology", commit=None,
                        content_hash="0", tree=str(root), files=entries, requirements=[], imports=[],
                        distributions=[], local_modules=[])
@@ -235,3 +235,44 @@ def test_a_library_cache_only_the_rewritten_run_wrote_is_no_difference_but_a_fig
     assert "differ" in reproduction_problem(original, other_figure, "parameters.json")
     extra_result = _run({TRACE_FILE: trace, PLOTS_FILE: b"[1]", "out/table.csv": b"a\n1\n", "out/more.csv": b"b\n"})
     assert "other files" in reproduction_problem(original, extra_result, "parameters.json")
+
+
+MODEL_CLI = '''import argparse
+import json
+
+RATE = 0.35
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Run the bucket model from a config file.")
+    parser.add_argument("-y", "--configfile", help="JSON file with every input")
+    args = parser.parse_args()
+    if args.configfile is None:
+        parser.print_help()
+        return
+    config = json.load(open(args.configfile))
+    print("Outflow:", RATE * sum(config["rain"]))
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_a_readme_start_that_reads_data_wins_over_a_parameter_seed_of_the_bare_start(tmp_path, sandbox):
+    """The bare start runs cleanly but prints a help text; its RATE would make a parameter seed. The README's
+    command (with the tree's config in place of its example name) reads data: that start is the seed."""
+    files = {"model/model.py": MODEL_CLI, "README.md": "Run it:\n\n    model -y config.json\n",
+             "examples/forward/cfg.json": '{"rain": [1.0, 2.5, 4.0]}'}
+    rows, recorder, _ = _seeds(tmp_path, sandbox, files)
+    [seed] = rows
+    assert (seed.cwd, seed.args, seed.parameters_file) == ("examples/forward", ["-y", "cfg.json"], None)
+    assert "Outflow: 2.625" in seed.stdout and "parameter_rewrites_tried" not in recorder.counters
+
+
+def test_a_bare_start_that_only_prints_its_usage_is_no_parameter_seed(tmp_path, sandbox):
+    rows, recorder, _ = _seeds(tmp_path, sandbox, {"model.py": MODEL_CLI})
+    assert rows == [], "a help text is not the program at work"
+    [reject] = [r for r in recorder.rejects if r.item_id == "sir-teaching:model.py"]
+    assert reject.reason == "no_data_read" and "printed its usage text" in reject.message
+    assert "parameter_rewrites_tried" not in recorder.counters

@@ -108,3 +108,44 @@ def test_infrastructure_error_is_never_cached(cache):
     result, hit = run_cached(cache, sandbox, env, REQUEST)
     assert hit is True and sandbox.calls == 2
     assert result.stdout == "hi\n" and result.files == {"out/result.bin": OUTPUT}
+
+
+class TimingOutSandbox(ScriptedSandbox):
+    """The first ``timeouts`` runs hit the wall-clock limit (a busy machine); later ones finish."""
+
+    def __init__(self, timeouts: int):
+        super().__init__()
+        self.timeouts = timeouts
+
+    def run(self, env: PreparedEnv, request: RunRequest) -> RunResult:
+        if self.calls < self.timeouts:
+            self.calls += 1
+            return RunResult(exit_code=None, reason="timeout", stdout="", stderr="", stdout_truncated=False,
+                             files={}, oversized_files=[], duration_s=5.0)
+        return super().run(env, request)
+
+
+def test_a_timeout_is_not_kept_so_the_next_build_runs_the_program_again(cache):
+    sandbox = TimingOutSandbox(timeouts=1)
+    env = sandbox.prepare([])
+    first, hit = run_cached(cache, sandbox, env, REQUEST)
+    assert (first.reason, hit) == ("timeout", False)
+    assert not list((cache.root / "entries" / RUN_OP).rglob("*.json"))
+    assert cache.stats.by_op[RUN_OP]["not_kept"] == 1
+    second, hit = run_cached(cache, sandbox, env, REQUEST)
+    assert (second.reason, hit, sandbox.calls) == ("ok", False, 2)
+    third, hit = run_cached(cache, sandbox, env, REQUEST)  # a finished run is kept as before
+    assert (third.reason, hit, sandbox.calls) == ("ok", True, 2)
+
+
+def test_a_timeout_stored_by_an_older_version_is_run_again(cache, monkeypatch):
+    from trailforge.sandbox import cached as cached_module
+
+    sandbox = TimingOutSandbox(timeouts=1)
+    env = sandbox.prepare([])
+    with monkeypatch.context() as patched:
+        patched.setattr(cached_module, "TIMEOUT", "never")  # the old rule: every result is kept
+        run_cached(cache, sandbox, env, REQUEST)
+    assert len(list((cache.root / "entries" / RUN_OP).rglob("*.json"))) == 1
+    again, hit = run_cached(cache, sandbox, env, REQUEST)
+    assert (again.reason, hit, sandbox.calls) == ("ok", False, 2)
