@@ -5,6 +5,8 @@ instead of being silently ignored by a stage.
 """
 from __future__ import annotations
 
+import math
+
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -207,6 +209,17 @@ class DataDependenceConfig(_Strict):
     jitter: float = Field(0.1, gt=0, lt=1, description="numbers in the data are scaled by up to this fraction")
 
 
+class RepositoryShareConfig(_Strict):
+    """A repository with few seed programs gets higher per-seed caps, so that it is not held to a handful of
+    tasks because its author wrote one script: every per-seed cap of Subflow, Completion and Correction (and
+    Correction's candidate budget) is multiplied by ``target / (seeds x per-seed total)``, rounded up, between
+    1 and ``max_scale``. The per-seed total is 1 (Reproduction) plus the three caps."""
+
+    target: int = Field(32, ge=0, description="tasks a repository's seeds may give together before caps stop "
+                        "growing; 0 keeps the per-seed caps for every repository")
+    max_scale: float = Field(3.0, ge=1, description="the most a per-seed cap is multiplied by")
+
+
 class TasksConfig(_Strict):
     """Which task types to derive from each seed program, how many of each, and how."""
 
@@ -219,6 +232,28 @@ class TasksConfig(_Strict):
     completion: CompletionConfig = CompletionConfig()
     correction: CorrectionConfig = CorrectionConfig()
     data_dependence: DataDependenceConfig = DataDependenceConfig()
+    repository: RepositoryShareConfig = RepositoryShareConfig()
+
+    def for_repository(self, seeds: int) -> "TasksConfig":
+        """This config with the per-seed caps a repository of ``seeds`` seed programs gets (see
+        ``RepositoryShareConfig``); itself when the caps stay as they are."""
+        per_seed = 1 + self.subflow.max_per_seed + self.completion.max_per_seed + self.correction.max_per_seed
+        if not self.repository.target or seeds <= 0 or per_seed <= 1:
+            return self
+        scale = min(self.repository.max_scale, self.repository.target / (seeds * per_seed))
+        if scale <= 1:
+            return self
+
+        def grown(cap: int) -> int:
+            return math.ceil(cap * scale)
+
+        return self.model_copy(update={
+            "subflow": self.subflow.model_copy(update={"max_per_seed": grown(self.subflow.max_per_seed)}),
+            "completion": self.completion.model_copy(update={"max_per_seed": grown(self.completion.max_per_seed)}),
+            "correction": self.correction.model_copy(update={
+                "max_per_seed": grown(self.correction.max_per_seed),
+                "max_candidates_per_seed": grown(self.correction.max_candidates_per_seed)}),
+        })
 
 
 class HarnessConfig(_Strict):

@@ -207,8 +207,11 @@ def data_dependent_answer(seed: SeedRow, schema, answer, cfg, sandbox, cache, re
     return moved, {f.name: answer[f.name] for f in moved}
 
 
-def build_seed_tasks(seed: SeedRow, workflow, cfg, sandbox, cache, recorder: StageRecorder) -> list[TaskRow]:
-    """All task types the recipe asks for, from one seed program (``cfg`` is the whole config)."""
+def build_seed_tasks(seed: SeedRow, workflow, cfg, sandbox, cache, recorder: StageRecorder,
+                     seeds_in_repository: int | None = None) -> list[TaskRow]:
+    """All task types the recipe asks for, from one seed program (``cfg`` is the whole config). With
+    ``seeds_in_repository``, the per-seed caps are the ones a repository of that many seeds gets
+    (``TasksConfig.for_repository``)."""
     from .derived import attach_controls, build_completions, build_corrections, build_subflows, seed_context
 
     budget, types = cfg.budget, cfg.tasks.types
@@ -228,8 +231,9 @@ def build_seed_tasks(seed: SeedRow, workflow, cfg, sandbox, cache, recorder: Sta
             recorder.reject(seed.seed_id, "no_workflow", "the workflows stage has no graph for this seed; "
                             "only Reproduction is possible")
     elif set(types) - {"reproduction"}:
+        tasks_cfg = cfg.tasks.for_repository(seeds_in_repository) if seeds_in_repository else cfg.tasks
         ctx = seed_context(seed, workflow, reproduction.answer_schema, reproduction.reference_answer, sandbox, cache,
-                           recorder, cfg.tasks, cfg.seed, budget.max_answer_fields, budget.max_table_rows)
+                           recorder, tasks_cfg, cfg.seed, budget.max_answer_fields, budget.max_table_rows)
         if ctx is not None:
             builders = {"subflow": build_subflows, "completion": build_completions, "correction": build_corrections}
             for kind in ("subflow", "completion", "correction"):
