@@ -215,7 +215,7 @@ class RepositoryShareConfig(_Strict):
     Correction's candidate budget) is multiplied by ``target / (seeds x per-seed total)``, rounded up, between
     1 and ``max_scale``. The per-seed total is 1 (Reproduction) plus the three caps."""
 
-    target: int = Field(32, ge=0, description="tasks a repository's seeds may give together before caps stop "
+    target: int = Field(48, ge=0, description="tasks a repository's seeds may give together before caps stop "
                         "growing; 0 keeps the per-seed caps for every repository")
     max_scale: float = Field(3.0, ge=1, description="the most a per-seed cap is multiplied by")
 

@@ -189,8 +189,13 @@ class _Collector:
 
 def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 24, max_table_rows: int = 50,
                    skipped: Counter | None = None, plots: dict | None = None,
-                   precision: dict[str, Any] | None = None) -> tuple[list[AnswerField], dict[str, Any], int]:
+                   precision: dict[str, Any] | None = None, line_names: dict[int, str] | None = None,
+                   ) -> tuple[list[AnswerField], dict[str, Any], int]:
     """Return ``(schema, answer, fields dropped over the cap)``.
+
+    ``line_names`` names the stdout lines that hold one bare number, by index (``printed.stdout_names`` on the
+    seed run; ``printed.line_names_of`` a reference schema for any later run); such a field's source is
+    ``stdout@<index>``.
 
     Results whose label was refused are counted by reason into ``skipped`` when it is given. ``precision``,
     when given, receives the resolution of each element of list and table fields (their ``resolution`` is
@@ -253,8 +258,9 @@ def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 
             else:
                 _summarise_file_table(out, text, "\t" if suffix == ".tsv" else ",", path, stem, max_table_rows,
                                       precision)
-    for reading in printed.read_printed(lines, blocks, taken, max_table_rows):
-        out.add_reading(reading, "stdout", precision)
+    for reading in printed.read_printed(lines, blocks, taken, max_table_rows, line_names):
+        out.add_reading(reading, "stdout" if reading.line is None else f"{printed.LINE_SOURCE}{reading.line}",
+                        precision)
     if plots:  # the recorder's record of the figures (read_plots), after every printed and written result
         from .plots import plot_fields  # plots.py builds on this module's label rules
 
@@ -278,11 +284,11 @@ def _summarise_file_table(out: _Collector, text: str, delimiter: str, path: str,
 
 
 def answer_from_run(result, answer_from: str, max_fields: int, max_rows: int, precision: dict | None = None,
-                    cwd: str = "."):
+                    cwd: str = ".", like=None):
     """``(schema, answer)`` of one sandbox run: everything it printed and wrote (``outputs``), or only
     the files it saved under ``result/`` of its working folder ``cwd`` (``result_files``, Subflow; the
     run's file paths are relative to the scratch root). The plot recorder's file is read as figures,
-    never as a JSON result."""
+    never as a JSON result. ``like``: the reference schema, whose stdout line names the run is read with."""
     from .plots import read_plots
 
     texts, plots = {}, {}
@@ -298,7 +304,8 @@ def answer_from_run(result, answer_from: str, max_fields: int, max_rows: int, pr
         except UnicodeDecodeError:
             texts[path] = None
     stdout = result.stdout if answer_from == "outputs" else ""
-    schema, answer, _ = extract_answer(stdout, texts, max_fields, max_rows, plots=plots, precision=precision)
+    schema, answer, _ = extract_answer(stdout, texts, max_fields, max_rows, plots=plots, precision=precision,
+                                       line_names=printed.line_names_of(like))
     return schema, answer
 
 

@@ -89,7 +89,8 @@ class SeedContext:
         return result
 
     def answer_of(self, result, answer_from: str = "outputs") -> tuple[list[AnswerField], dict[str, Any]]:
-        return answer_from_run(result, answer_from, self.max_fields, self.max_rows, cwd=self.seed.cwd)
+        return answer_from_run(result, answer_from, self.max_fields, self.max_rows, cwd=self.seed.cwd,
+                               like=self.schema)
 
     def base_task(self, task_type: str, key: str, **fields) -> TaskRow:
         return TaskRow(

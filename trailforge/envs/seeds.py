@@ -27,6 +27,7 @@ from ..io import FileEntry, SeedRow, SnapshotRow, StageRecorder, WrittenFile
 from ..sandbox import PLOTS_FILE, RUNNER_FILES, TRACE_FILE, Sandbox, run_cached
 from ..sandbox.base import NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT
 from .answers import is_result_file
+from .printed import stdout_names
 from .deps import (canonical, distribution_for, era_date, requirement_name, resolve_distributions, script_imports,
                    third_party)
 from .parameters import parameterize
@@ -348,8 +349,10 @@ def _run_protocols(candidate: SeedCandidate, env, sandbox: Sandbox, cache: Conte
 USAGE_TEXT = re.compile(r"(usage|Usage|USAGE):\s")
 
 
-def _seed_from_run(candidate: SeedCandidate, protocol: RunProtocol, result, env) -> tuple[SeedRow | None, tuple]:
-    """The seed a run makes, or (None, (reason, message, detail)) saying why it makes none."""
+def _seed_from_run(candidate: SeedCandidate, protocol: RunProtocol, result, env,
+                   ran: dict[str, str] | None = None) -> tuple[SeedRow | None, tuple]:
+    """The seed a run makes, or (None, (reason, message, detail)) saying why it makes none. ``ran``: program
+    texts the run had in place of the snapshot's (a rewritten script), by path."""
     snap = candidate.snapshot
     if result.reason != OK:
         reasons = {TIMEOUT: "timeout", NONZERO_EXIT: "nonzero_exit", OUTPUT_LIMIT: "output_limit"}
@@ -372,6 +375,13 @@ def _seed_from_run(candidate: SeedCandidate, protocol: RunProtocol, result, env)
     if not result.stdout.strip() and not written and not plots:
         return None, ("no_output", "ran but printed nothing, wrote no file and drew no figure", {})
     local = [p for p in trace["local_modules"] if p in by_path and p != candidate.script and p not in RUNNER_FILES]
+    sources = {}
+    for path in (candidate.script, *local):
+        try:  # the texts that ran: the print calls' lines are theirs
+            sources[path] = (ran or {}).get(path) or (Path(snap.tree) / path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            pass
+    names = stdout_names(result.stdout, trace["prints"], sources)
     return SeedRow(
         seed_id=candidate.seed_id,
         repo_id=snap.repo_id,
@@ -391,6 +401,7 @@ def _seed_from_run(candidate: SeedCandidate, protocol: RunProtocol, result, env)
         # no output for this run, but a run on other data writes there again.
         output_folders=output_folders(Path(snap.tree), [*(w.path for w in written),
                                                         *filter(is_result_file, trace["writes"])]),
+        stdout_names={str(index): name for index, name in sorted(names.items())},
     ), ()
 
 
@@ -426,7 +437,7 @@ def _parameter_seed(candidate: SeedCandidate, protocol: RunProtocol, result, env
                       kind="data")
     with_file = SeedCandidate(snap.model_copy(update={"files": [*snap.files, entry]}), candidate.script,
                               candidate.protocols, candidate.promise, candidate.imports)
-    row, failure = _seed_from_run(with_file, protocol, again, env)
+    row, failure = _seed_from_run(with_file, protocol, again, env, ran={candidate.script: rewritten.program})
     if row is None:
         return None, failure, again.duration_s, {}
     recorder.count("seeds_from_parameters")
@@ -487,14 +498,20 @@ def output_folders(tree: Path, written: list[str]) -> list[str]:
 
 
 def _read_trace(data: bytes | None) -> dict:
+    empty = {"reads": [], "writes": [], "local_modules": [], "prints": []}
     if not data:
-        return {"reads": [], "writes": [], "local_modules": []}
+        return empty
     try:
         trace = json.loads(data)
     except ValueError:
-        return {"reads": [], "writes": [], "local_modules": []}
-    return {key: [str(p) for p in trace.get(key, []) if isinstance(p, str)]
+        return empty
+    if not isinstance(trace, dict):
+        return empty
+    read = {key: [str(p) for p in trace.get(key, []) if isinstance(p, str)]
             for key in ("reads", "writes", "local_modules")}
+    prints = trace.get("prints")
+    read["prints"] = [p for p in prints if isinstance(p, list)] if isinstance(prints, list) else []
+    return read
 
 
 def _written(path: str, data: bytes) -> WrittenFile:

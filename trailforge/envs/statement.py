@@ -22,6 +22,7 @@ from pathlib import PurePosixPath
 
 from ..io import AnswerField, FileEntry
 from .answers import label_problem
+from .printed import LINE_SOURCE
 
 _BORING_CALLS = {
     "print", "len", "range", "str", "int", "float", "list", "dict", "set", "tuple", "sorted", "enumerate", "zip",
@@ -370,6 +371,12 @@ def field_line(field: AnswerField, value=None) -> str:
         if "[" in field.label:  # one entry of a mapping the analysis builds
             entry = re.sub(r"[^\w .%/()+|'\[\]-]", "", field.label)[:120]
             parts.append(f"; the entry `{entry}`")
+    elif field.source.startswith(LINE_SOURCE):
+        # The label is the printed expression (a safe label, printed/sites.py), and which of its values.
+        repeated = re.fullmatch(r"(.*) \(value (\d+)\)", field.label)
+        expression = _clean(repeated.group(1) if repeated else field.label, 120)
+        parts.append(f"; the number the analysis prints on a line of its own with `print({expression})`"
+                     + (f" (the {_ordinal(int(repeated.group(2)))} number that call prints)" if repeated else ""))
     else:
         origin = "printed as" if field.source == "stdout" else "reported as"
         parts.append(f"; {origin} \"{_clean(field.label, 120)}\"")
@@ -379,6 +386,11 @@ def field_line(field: AnswerField, value=None) -> str:
     if stated:
         parts.append(f"; the original analysis reports {stated[0]} {stated[1]}")
     return "".join(parts)
+
+
+def _ordinal(number: int) -> str:
+    suffix = "th" if 10 <= number % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(number % 10, "th")
+    return f"{number}{suffix}"
 
 
 def rounding(field: AnswerField, value=None) -> tuple[int, str] | None:

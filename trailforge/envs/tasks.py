@@ -19,6 +19,7 @@ from pathlib import Path
 from ..io import SeedRow, StageRecorder, TaskRow
 from ..sandbox import run_cached
 from .answers import answer_from_run, extract_answer
+from .printed import LINE_SOURCE
 from .dependence import VARIANTS, moved_fields, perturb_files
 from .parameters import seed_literals
 from .protocol import RunProtocol, recorded_request, run_note
@@ -34,12 +35,17 @@ def task_id_for(seed_id: str, task_type: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "__", f"{seed_id}:{task_type}")
 
 
+def seed_line_names(seed: SeedRow) -> dict[int, str]:
+    """The seed run's names for its bare printed numbers, by stdout line (``SeedRow.stdout_names``)."""
+    return {int(index): name for index, name in seed.stdout_names.items() if index.isdigit()}
+
+
 def seed_answer(seed: SeedRow, max_fields: int, max_table_rows: int, recorder: StageRecorder):
     """The structured answer of the seed run, without fields that only echo the program's constants."""
     files = {w.path: w.text for w in seed.files_written}
     refused: Counter = Counter()
     schema, answer, dropped = extract_answer(seed.stdout, files, max_fields, max_table_rows, skipped=refused,
-                                             plots=seed.plots)
+                                             plots=seed.plots, line_names=seed_line_names(seed))
     if dropped:
         recorder.count("answer_fields_over_cap", dropped)
     for reason, n in sorted(refused.items()):  # results whose label may not reach a statement
@@ -173,7 +179,7 @@ def still_fields(seed: SeedRow, program: dict[str, str], schema, answer, rng_see
             problem = f"the program fails on perturbed data ({result.reason}: {tail[:200]})"
             continue
         ran = True
-        got = answer_from_run(result, answer_from, *limits, cwd=seed.cwd)[1]
+        got = answer_from_run(result, answer_from, *limits, cwd=seed.cwd, like=schema)[1]
         _, still = moved_fields(still, answer, got, field_difference)
         if not still:
             break
@@ -258,5 +264,25 @@ def build_seed_tasks(seed: SeedRow, workflow, cfg, sandbox, cache, recorder: Sta
                         f"the only data of {seed.script} are its own constants ({seed.parameters_file}): reproducing "
                         "it needs its model, which only the code states")
         return derived
-    out = [attach_controls(reproduction, derived)] if "reproduction" in types else []
+    if "reproduction" in types:
+        reproduction = _without_line_named_fields(seed, reproduction, budget, recorder)
+    out = [attach_controls(reproduction, derived)] if "reproduction" in types and reproduction else []
     return out + derived
+
+
+def _without_line_named_fields(seed: SeedRow, reproduction: TaskRow, budget, recorder: StageRecorder) -> TaskRow | None:
+    """The Reproduction without the fields named by the print call that printed them (``calc_gc(seq)``):
+    a name taken from code is clear to whoever has the code (Completion, Correction), and a guess from the
+    data alone (fraction or percent?). None, a counted reject, when no other field is left."""
+    line_named = [f for f in reproduction.answer_schema if f.source.startswith(LINE_SOURCE)]
+    if not line_named:
+        return reproduction
+    kept = [f for f in reproduction.answer_schema if not f.source.startswith(LINE_SOURCE)]
+    recorder.count("answer_fields_named_by_code", len(line_named))
+    if not kept:
+        recorder.reject(reproduction.task_id, "reproduction_needs_the_code",
+                        f"every result of {seed.script} is a bare printed number named only by the code that "
+                        f"prints it ({', '.join(f.label for f in line_named[:3])}); its derived tasks carry the code")
+        return None
+    answer = {f.name: reproduction.reference_answer[f.name] for f in kept}
+    return build_reproduction(seed, budget.max_answer_fields, budget.max_table_rows, recorder, answer=(kept, answer))

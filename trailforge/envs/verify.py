@@ -78,7 +78,8 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
             tail = (result.stderr.strip().splitlines() or [""])[-1]
             raise Rejected("not_executable", f"reference run {index + 1} ended with {result.reason}: {tail[:300]}")
         precision: dict[str, list] | None = {} if index == 0 else None
-        runs.append(answer_from_run(result, task.answer_from, max_fields, max_table_rows, precision, cwd=task.cwd)[1])
+        runs.append(answer_from_run(result, task.answer_from, max_fields, max_table_rows, precision, cwd=task.cwd,
+                                    like=task.answer_schema)[1])
         if index == 0:
             printed.update(precision)
             printed.update(printed_tables(task, result.files))
@@ -119,7 +120,8 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
 
 def run_answer(task: TaskRow, result, max_fields: int, max_table_rows: int) -> dict[str, Any]:
     """The structured answer of one run of a task's program, read the way the task defines."""
-    return answer_from_run(result, task.answer_from, max_fields, max_table_rows, cwd=task.cwd)[1]
+    return answer_from_run(result, task.answer_from, max_fields, max_table_rows, cwd=task.cwd,
+                           like=task.answer_schema)[1]
 
 
 def check_negative_program(task, control, workspace, expected, cfg, sandbox, env, cache, recorder, max_fields,

@@ -85,6 +85,9 @@ class SeedRow(_Row):
     # The data file the seeds stage generated from the script's own numeric constants (parameters as data,
     # ``envs/parameters.py``): one of ``data_files``, in the seed's own tree; None for a script that reads data.
     parameters_file: str | None = None
+    # Names of the stdout lines that hold one bare number, by line index (as text): the expression of the
+    # print() call that printed each, from the traced seed run (``envs/printed/sites.py``); {} when none.
+    stdout_names: dict[str, str] = Field(default_factory=dict)
 
 
 class AnswerField(_Row):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..envs.answers import answer_from_run
+from ..io import AnswerField
 from ..envs.protocol import RunProtocol, recorded_request
 from ..sandbox import RunRequest, Sandbox
 
@@ -45,6 +46,7 @@ def grade_answer(folder: Path, answer: dict | bytes, sandbox: Sandbox, env):
 def recheck_environment(folder: Path, sandbox: Sandbox, max_fields: int, max_rows: int) -> dict[str, Any]:
     meta = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
     entry, answer_from = meta["entrypoint"], meta.get("answer_from", "outputs")
+    schema = [AnswerField.model_validate(f) for f in meta.get("answer_schema", [])]  # its stdout line names
     env = sandbox.prepare(meta.get("distributions", []))
     report: dict[str, Any] = {"env_id": meta["env_id"], "task_type": meta["task_type"], "problems": []}
     if not env.ready:
@@ -56,7 +58,7 @@ def recheck_environment(folder: Path, sandbox: Sandbox, max_fields: int, max_row
         protocol = RunProtocol(meta.get("cwd", "."), tuple(meta.get("args", [])),
                                folders=tuple(meta.get("output_folders", [])))
         result = sandbox.run(env, recorded_request(protocol, entrypoint, {**workspace, **files}, sandbox.timeout_s))
-        return answer_from_run(result, answer_from, max_fields, max_rows, cwd=protocol.cwd)[1]
+        return answer_from_run(result, answer_from, max_fields, max_rows, cwd=protocol.cwd, like=schema)[1]
 
     solution = run_program(_files_under(folder / "solution"), entry)
     verdict = _grade(folder, solution, sandbox, env)

@@ -18,6 +18,11 @@ those scopes with ``sys.settrace`` and records:
 When the plot recorder (``.tf_plots.py``, see plot_recorder.py) sits beside this file, the run
 records its matplotlib figures too, exactly as a run under the recorder alone would.
 
+Every run also records ``prints``: for each ``print()`` call the program's own files make onto stdout
+(at most ``MAX_PRINTS``), its file, line and the text it printed (capped at ``MAX_PRINT_TEXT``, and then
+marked ``True`` as a fourth item). A bare
+number on stdout says nothing of what it is; the call that printed it does (``print(calc_gc(seq))``).
+
 Summaries never hold whole objects: a workflow graph needs to know that ``beta`` was a
 float 1.42 and ``abund`` a 4 x 18 table, not the table itself.
 """
@@ -35,6 +40,9 @@ PLAN_FILE = ".tf_plan.json"
 PLOT_SCRIPT = ".tf_plots.py"
 MAX_EVENTS = 3_000_000  # a runaway loop must not turn tracing into the bottleneck
 PREVIEW = 6
+MAX_PRINTS = 5000
+MAX_PRINT_TEXT = 400
+_prints = []  # [path, line, text] of the program's print() calls onto stdout, in order
 _reads = []
 _seen = set()
 _writes = set()  # files opened for writing: their folders must exist in any later run
@@ -221,6 +229,28 @@ def _global_tracer(frame, event, arg):
     return local_tracer
 
 
+def _install_print_recorder():
+    """Wrap ``builtins.print``: a call from a program file onto stdout is recorded, then printed as before."""
+    import builtins
+
+    original = builtins.print
+
+    def print(*args, sep=" ", end="\n", file=None, flush=False):
+        if (file is None or file is sys.stdout) and len(_prints) < MAX_PRINTS:
+            try:
+                caller = sys._getframe(1)
+                full = os.path.abspath(caller.f_code.co_filename)
+                if full.startswith(ROOT + os.sep) and not os.path.basename(full).startswith(".tf_"):
+                    text = (" " if sep is None else sep).join(str(a) for a in args) + ("\n" if end is None else end)
+                    record = [os.path.relpath(full, ROOT), caller.f_lineno, text[:MAX_PRINT_TEXT]]
+                    _prints.append(record if len(text) <= MAX_PRINT_TEXT else record + [True])  # True: cut
+            except Exception:
+                pass  # recording must never change what the program does
+        return original(*args, sep=sep, end=end, file=file, flush=flush)
+
+    builtins.print = print
+
+
 def _write_trace():
     sys.settrace(None)
     modules = []
@@ -228,7 +258,7 @@ def _write_trace():
         origin = getattr(module, "__file__", None)
         if origin and os.path.abspath(origin).startswith(ROOT + os.sep):
             modules.append(os.path.relpath(os.path.abspath(origin), ROOT))
-    trace = {"reads": _reads, "writes": sorted(_writes), "local_modules": sorted(set(modules))}
+    trace = {"reads": _reads, "writes": sorted(_writes), "local_modules": sorted(set(modules)), "prints": _prints}
     if _plan:
         trace["lines"] = {path: sorted(lines) for path, lines in sorted(_lines.items())}
         trace["units"] = [{"path": path, "line": line, "count": count}
@@ -262,6 +292,7 @@ def _install_plot_recorder():
 def main():
     _state["self"] = os.path.abspath(sys.argv[0])
     _install_plot_recorder()
+    _install_print_recorder()
     values = sys.argv[1] == "--values"
     script = sys.argv[2] if values else sys.argv[1]
     sys.argv = [script] + sys.argv[(3 if values else 2):]

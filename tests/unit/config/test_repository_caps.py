@@ -13,9 +13,10 @@ def _caps(cfg: TasksConfig) -> tuple[int, int, int, int]:
 
 
 def test_one_seed_gets_its_share_of_the_target_and_many_seeds_keep_the_caps():
-    cfg = TasksConfig()  # caps 5 / 4 / 6, so 16 tasks a seed; target 32
-    assert _caps(cfg.for_repository(1)) == (10, 8, 12, 80)
-    assert cfg.for_repository(2) is cfg and cfg.for_repository(10) is cfg
+    cfg = TasksConfig()  # caps 5 / 4 / 6, so 16 tasks a seed; target 48, at most 3x
+    assert _caps(cfg.for_repository(1)) == (15, 12, 18, 120)
+    assert _caps(cfg.for_repository(2)) == (8, 6, 9, 60)  # 1.5x, rounded up
+    assert cfg.for_repository(3) is cfg and cfg.for_repository(10) is cfg
 
 
 def test_the_scale_is_bounded_and_a_zero_target_turns_it_off():

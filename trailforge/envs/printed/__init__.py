@@ -21,6 +21,9 @@ What is read, in stdout order:
   = 2.31 with unit ``m/s`` and ``R^2`` = 0.98). A short unit token right after the number (or ``(unit)``
   right before it) becomes the field's unit.
 
+- **Bare numbers** on a line of their own, only with ``line_names``: the name of the ``print()`` call that
+  printed each (``sites.py``, from the tracer's record of the seed run), ``calc_gc(seq)``.
+
 Conservative by design, because the same reader reads the reference runs in verify and a field that is
 not a result makes a bad task: progress and log lines (tqdm bars, ``Epoch 3/10``, ``WARNING ...``,
 ``took 1.2 s``, lines naming files, versions, seeds or line numbers) give nothing; a number with no label
@@ -47,7 +50,9 @@ places), not its own digits.
 from __future__ import annotations
 from .blocks import find_blocks
 from .lines import block_label, line_readings, read_printed
+from .sites import LINE_SOURCE, line_names_of, stdout_names
 from .values import MAX_SUMMARY_COLUMNS, SELECTED_ROWS, Reading, is_log_label, is_noise, summarise_rows
 
-__all__ = ["MAX_SUMMARY_COLUMNS", "SELECTED_ROWS", "Reading", "block_label", "find_blocks", "is_log_label",
-           "is_noise", "line_readings", "read_printed", "summarise_rows"]
+__all__ = ["LINE_SOURCE", "MAX_SUMMARY_COLUMNS", "SELECTED_ROWS", "Reading", "block_label", "find_blocks",
+           "is_log_label", "is_noise", "line_names_of", "line_readings", "read_printed", "stdout_names",
+           "summarise_rows"]

@@ -151,8 +151,12 @@ def block_label(line: str | None) -> str | None:
     return None
 
 
-def read_printed(lines: list[str], blocks: list[_Block], taken: set[int], max_table_rows: int) -> list[Reading]:
-    """Readings of the blocks and of the lines in neither a block nor ``taken``, in stdout order."""
+def read_printed(lines: list[str], blocks: list[_Block], taken: set[int], max_table_rows: int,
+                 line_names: dict[int, str] | None = None) -> list[Reading]:
+    """Readings of the blocks and of the lines in neither a block nor ``taken``, in stdout order. A line that
+    is one number and has a name in ``line_names`` (its print call's expression, ``sites.stdout_names``) is read
+    under that name."""
+    line_names = line_names or {}
     out: list[tuple[int, list[Reading]]] = []
     in_block = {n for b in blocks for n in range(b.start, b.stop)}
     counters = {"table": 0, "list": 0}
@@ -174,5 +178,16 @@ def read_printed(lines: list[str], blocks: list[_Block], taken: set[int], max_ta
     for n, line in enumerate(lines):
         if n in in_block or n in taken or n in label_lines:
             continue
-        out.append((n, line_readings(line)))
+        named = _named_number(line, line_names.get(n), n)
+        out.append((n, [named] if named else line_readings(line)))
     return [r for _, readings in sorted(out, key=lambda item: item[0]) for r in readings]
+
+
+def _named_number(line: str, name: str | None, index: int) -> Reading | None:
+    """The bare number on ``line`` under the name of the call that printed it."""
+    number = _number(line) if name else None
+    if number is None or is_noise(line):
+        return None
+    kind, value = ("integer", int(line.strip())) if number.integer else ("number", number.value)
+    return Reading((name,), kind, value, name, decimals=number.decimals,
+                   resolution=None if number.integer else number.resolution, line=index)

@@ -29,6 +29,7 @@ class Reading:
     decimals: int | None = None
     resolution: float | None = None
     resolutions: Any = None
+    line: int | None = None  # the stdout line it was named by (``sites.stdout_names``); None: named by its text
 
 
 # ---------------------------------------------------------------------------------------------------- numbers

@@ -1,0 +1,67 @@
+"""printed.sites: bare printed numbers named by the print call that printed them, keyed by stdout line."""
+from __future__ import annotations
+
+from trailforge.envs.answers import extract_answer
+from trailforge.envs.printed import line_names_of, stdout_names
+from trailforge.envs.statement import field_line
+
+GC = '''def calc_gc(seq):
+    return (seq.count("G") + seq.count("C")) / len(seq)
+
+for seq in ["GGCA", "ATAT", "GCGC"]:
+    print(seq)
+    print(calc_gc(seq))
+print("Sequences:", 3)
+print(len("GGCAATAT"))
+'''
+STDOUT = "GGCA\n0.75\nATAT\n0.0\nGCGC\n1.0\nSequences: 3\n8\n"
+PRINTS = [["gc.py", 5, "GGCA\n"], ["gc.py", 6, "0.75\n"], ["gc.py", 5, "ATAT\n"], ["gc.py", 6, "0.0\n"],
+          ["gc.py", 5, "GCGC\n"], ["gc.py", 6, "1.0\n"], ["gc.py", 7, "Sequences: 3\n"], ["gc.py", 8, "8\n"]]
+
+
+def test_each_bare_number_is_named_by_its_call_and_a_loop_numbers_its_values():
+    names = stdout_names(STDOUT, PRINTS, {"gc.py": GC})
+    assert names == {1: "calc_gc(seq) (value 1)", 3: "calc_gc(seq) (value 2)", 5: "calc_gc(seq) (value 3)",
+                     7: 'len("GGCAATAT")'}
+
+
+def test_the_reader_reads_named_lines_and_a_later_run_is_read_with_the_reference_names():
+    names = stdout_names(STDOUT, PRINTS, {"gc.py": GC})
+    schema, answer, _ = extract_answer(STDOUT, {}, line_names=names)
+    by_label = {f.label: (f.source, answer[f.name]) for f in schema}
+    assert by_label["calc_gc(seq) (value 2)"] == ("stdout@3", 0.0)
+    assert by_label["Sequences"] == ("stdout", 3)
+    assert 'len("GGCAATAT")' not in by_label, "a quote is not a safe label character: refused, not renamed"
+    # A perturbed run prints other numbers on the same lines: read under the same names.
+    again, got, _ = extract_answer(STDOUT.replace("0.75", "0.5"), {}, line_names=line_names_of(schema))
+    assert [f.name for f in again] == [f.name for f in schema]
+    first = next(f for f in schema if f.label == "calc_gc(seq) (value 1)")
+    assert (answer[first.name], got[first.name]) == (0.75, 0.5)
+
+
+def test_without_names_a_bare_number_stays_unread():
+    schema, _, _ = extract_answer(STDOUT, {})
+    assert [f.label for f in schema] == ["Sequences"]
+
+
+def test_text_the_records_do_not_hold_names_nothing_of_itself_and_the_rest_still_lines_up():
+    prints = [["gc.py", 6, "<scratch masked>\n"], *PRINTS]  # a line stdout shows otherwise
+    assert stdout_names(STDOUT, prints, {"gc.py": GC})[1] == "calc_gc(seq) (value 1)"
+
+
+def test_a_dump_a_label_print_and_a_joined_line_are_not_named():
+    many = "".join(f"{i}.5\n" for i in range(20))
+    dump = [["d.py", 2, f"{i}.5\n"] for i in range(20)]
+    assert stdout_names(many, dump, {"d.py": "xs = range(20)\nfor x in xs: print(x + 0.5)\n"}) == {}
+    joined = [["j.py", 1, "3.5"], ["j.py", 2, "\n"], ["j.py", 3, "4.5\n"]]
+    assert stdout_names("3.5\n4.5\n", joined, {"j.py": "print(a, end='')\nprint()\nprint(b)\n"}) == {}
+    labelled = [["l.py", 1, "2.5\n"]]
+    assert stdout_names("2.5\n", labelled, {"l.py": "print(f'{x}')\n"}) == {}
+
+
+def test_the_statement_says_which_call_printed_the_number():
+    names = stdout_names(STDOUT, PRINTS, {"gc.py": GC})
+    schema, answer, _ = extract_answer(STDOUT, {}, line_names=names)
+    second = next(f for f in schema if f.label == "calc_gc(seq) (value 2)")
+    line = field_line(second, answer[second.name])
+    assert "`print(calc_gc(seq))` (the 2nd number that call prints)" in line
