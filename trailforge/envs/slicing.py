@@ -82,8 +82,13 @@ def call_chain(program: Program, path: str, scope_line: int) -> list[tuple[tuple
     key = (path, scope_line)
     while key[1] != MODULE_SCOPE:
         name = program.scope_name(key)
+        method = _method_name(program, key, name)
+        if method is not None and len(program.methods[method]) != 1:
+            raise SliceError("ambiguous_call_chain", f"{len(program.methods[method])} classes define {method}: "
+                                                     f"which one `obj.{method}(...)` runs is not known")
         sites = [(other, unit.index) for other, units in sorted(program.scopes.items()) if other[0] == path
-                 for unit in units if name in unit.local_calls and other != key]
+                 for unit in units if other != key and
+                 (method in unit.method_calls if method is not None else name in unit.local_calls)]
         if len(sites) != 1:
             raise SliceError("ambiguous_call_chain",
                              f"function {name} is called from {len(sites)} places; a slice needs exactly one")
@@ -94,10 +99,22 @@ def call_chain(program: Program, path: str, scope_line: int) -> list[tuple[tuple
     return chain
 
 
+def _method_name(program: Program, key: tuple[str, int], name: str) -> str | None:
+    """The name a call uses for the method scope ``key`` (``obj.run()``; the class itself for ``__init__``),
+    or None when ``key`` is a plain function."""
+    if "." not in name:
+        return None
+    owner, short = name.rsplit(".", 1)
+    called = owner if short == "__init__" else short
+    return called if key in program.methods.get(called, ()) else None
+
+
 def _params(program: Program, key: tuple[str, int], source: str) -> set[str]:
     import ast
 
-    for node in parse_python(source, key[0]).body:
+    tree = parse_python(source, key[0])
+    nodes = [*tree.body, *(n for c in tree.body if isinstance(c, ast.ClassDef) for n in c.body)]
+    for node in nodes:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and min(
                 [node.lineno, *[d.lineno for d in node.decorator_list]]) == key[1]:
             args = node.args
@@ -125,8 +142,11 @@ def slice_program(program: Program, sources: dict[str, str], target: Unit, name:
             keep, free = backward(units, index, set())
             free -= _params(program, key, source)
             free_globals |= free
-            def_index = next(u.index for u in module_units if u.line == key[1])
-            chain_defs[def_index] = frozenset(free)
+            # The module statement that defines the scope: its def, or the class a method belongs to, whose
+            # other methods stay whole and keep what they read.
+            owner = next(u for u in module_units if u.line <= key[1] <= u.end_line)
+            extra = owner.uses if owner.kind == "ClassDef" else frozenset()
+            chain_defs[owner.index] = frozenset(free) | chain_defs.get(owner.index, frozenset()) | extra
         kept[key] = keep
     all_units = [u for key, keep in kept.items() for u in program.scopes[key] if u.index in keep]
     _check_no_shared_lines(program, kept)
@@ -141,6 +161,17 @@ def slice_program(program: Program, sources: dict[str, str], target: Unit, name:
             if unit.index not in kept[key]:
                 continue
             inner = (path, unit.line)
+            methods = sorted(k for k in kept if k[0] == path and unit.line < k[1] <= unit.end_line) \
+                if key[1] == MODULE_SCOPE and unit.kind == "ClassDef" else []
+            if methods:  # the class as written, but each method on the chain cut down to its slice
+                cursor = unit.line - 1
+                for method in methods:
+                    body = program.scopes[method]
+                    out.append("".join(lines[cursor:body[0].line - 1]))
+                    out.append(scope_text(method))
+                    cursor = body[-1].end_line
+                out.append("".join(lines[cursor:unit.end_line]))
+                continue
             if key[1] == MODULE_SCOPE and inner in kept and unit.kind in ("FunctionDef", "AsyncFunctionDef"):
                 if unit.body_line <= unit.line:
                     raise SliceError("unsliceable", f"function at line {unit.line} has its body on the def line")

@@ -176,3 +176,63 @@ def test_a_slice_that_does_not_parse_is_a_counted_reject_not_a_program(monkeypat
     with pytest.raises(SliceError) as caught:
         _slice(REASSIGN, "z")
     assert caught.value.reason == "slice_unparseable" and "does not parse" in caught.value.message
+
+
+BUCKETS = '''"""A linear-reservoir model written as a class, as hydrology codes often are."""
+import json
+
+
+class Bucket:
+    """One reservoir."""
+
+    def __init__(self, k):
+        self.k = k
+        self.levels = []
+
+    def load(self, path):
+        self.rain = json.load(open(path))
+
+    def run(self):
+        level = 0.0
+        for rain in self.rain:
+            level = level + rain - self.k * level
+            self.levels.append(level)
+        self.score()
+
+    def score(self):
+        peak = max(self.levels)
+        mean = sum(self.levels) / len(self.levels)
+        ratio = peak / mean
+        print("ratio:", ratio)
+
+    def unused(self):
+        return "never called"
+
+
+b = Bucket(0.25)
+b.load("rain.json")
+b.run()
+print("levels:", len(b.levels))
+'''
+
+
+def test_a_target_inside_a_method_is_reached_through_the_methods_that_call_it(tmp_path):
+    (tmp_path / "rain.json").write_text("[4.0, 0.0, 2.5, 1.0, 0.0]")
+    sliced = _slice(BUCKETS, "ratio")
+    text = sliced.text
+    assert "def unused(self):" in text, "the class keeps its other methods whole"
+    assert 'print("ratio:", ratio)' not in text and 'print("levels:"' not in text, "nothing after the target"
+    assert "b.load(\"rain.json\")" in text, "a call that sets the object's state stays"
+    value, _ = _run(tmp_path, text, "ratio")
+    levels, level = [], 0.0
+    for rain in [4.0, 0.0, 2.5, 1.0, 0.0]:
+        level = level + rain - 0.25 * level
+        levels.append(level)
+    assert value == pytest.approx(max(levels) / (sum(levels) / len(levels)))
+
+
+def test_a_method_two_classes_define_is_not_sliced():
+    source = BUCKETS + "\n\nclass Other:\n    def score(self):\n        return 1\n"
+    with pytest.raises(SliceError) as err:
+        _slice(source, "ratio")
+    assert err.value.reason == "ambiguous_call_chain" and "2 classes define score" in err.value.message
