@@ -243,7 +243,8 @@ def _subflow(ctx: SeedContext, target: dict, unit: Unit) -> TaskRow | None:
     except SliceError as exc:
         ctx.recorder.reject(item, exc.reason, exc.message)
         return None
-    program = {**ctx.sources, ctx.seed.script: sliced.text}
+    program = {**ctx.sources, **sliced.files}
+    reporter = sliced.target_path or ctx.seed.script  # the file whose slice saves the target
     result = ctx.run(program)
     if not result.ok:
         tail = (result.stderr.strip().splitlines() or [""])[-1]
@@ -266,15 +267,15 @@ def _subflow(ctx: SeedContext, target: dict, unit: Unit) -> TaskRow | None:
                                                   f"{name} does not change when the data are perturbed")))
             return None
     negatives = [{"name": "incomplete", "entrypoint": ctx.seed.script,
-                  "files": {**program, ctx.seed.script: _without_target(sliced.text, name)}}]
-    defective = _defective_slice(ctx, program, schema, answer)
+                  "files": {**program, reporter: _without_target(program[reporter], name)}}]
+    defective = _defective_slice(ctx, program, schema, answer, reporter)
     if defective:
         negatives.append(defective)
-    local = [ctx.sources[p] for p in ctx.seed.program_files]
+    local = list(dict.fromkeys([ctx.sources[ctx.seed.script], ctx.sources[reporter]]))
     steps = [(defined, tuple(r for r in read if r not in ctx.modules), ops) for defined, read, ops in sliced.steps]
     statement, schema, answer = without_stated_fields(
         lambda s, a: subflow_statement(ctx.seed.repo_id, ctx.seed.discipline, ctx.seed.script, ctx.data_lines, name,
-                                       target["value"], steps, local[:1], s, a),
+                                       target["value"], steps, local, s, a),
         schema, answer, ctx.data_text, ctx.recorder)
     if statement is None:
         ctx.recorder.reject(item, "answer_in_statement", f"the statement gives the value of {name} itself")
@@ -337,13 +338,14 @@ def _without_target(text: str, name: str) -> str:
     return "".join(lines[:index]) + f"{indent}raise NotImplementedError({name!r})\n" + "".join(lines[index + 1:])
 
 
-def _defective_slice(ctx: SeedContext, program: dict[str, str], schema, answer) -> dict | None:
-    text = program[ctx.seed.script]
-    helper_lines = _helper_lines(text) | parameter_lines(ctx, ctx.seed.script, text)
-    candidates = [m for m in find_mutations(text, ctx.seed.script, _allowed(ctx)) if m.line not in helper_lines]
+def _defective_slice(ctx: SeedContext, program: dict[str, str], schema, answer, path: str) -> dict | None:
+    """A mutant of the slice (of ``path``, the file that reports the target) whose result differs."""
+    text = program[path]
+    helper_lines = _helper_lines(text) | parameter_lines(ctx, path, text)
+    candidates = [m for m in find_mutations(text, path, _allowed(ctx)) if m.line not in helper_lines]
     scientific = [m for m in candidates if OPERATORS[m.operator].scientific]
     for mutation in (scientific or candidates)[:3]:
-        files = {**program, ctx.seed.script: apply_mutation(text, mutation)}
+        files = {**program, path: apply_mutation(text, mutation)}
         result = ctx.run(files)
         if not result.ok:
             continue

@@ -15,7 +15,7 @@ value with the value observed in the traced run of the whole program.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .parsing import UnparseableSource, parse_python
 from .workflow import MODULE_SCOPE, Program, Unit
@@ -59,6 +59,8 @@ class Slice:
     operations: tuple[str, ...]
     steps: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...]  # (defined names, read names, operations)
     lines: frozenset[tuple[str, int]]  # (path, line) of every kept statement of the original
+    files: dict[str, str] = field(default_factory=dict)  # every file the slice changes (the entry included)
+    target_path: str = ""  # the file that reports the target
 
 
 def backward(units: list[Unit], target: int, needed: set[str], uses_override: dict[int, frozenset[str]] | None = None,
@@ -77,7 +79,8 @@ def backward(units: list[Unit], target: int, needed: set[str], uses_override: di
 
 
 def call_chain(program: Program, path: str, scope_line: int) -> list[tuple[tuple[str, int], int]]:
-    """From a function scope up to the module: the one statement that calls each function."""
+    """From a function scope up to a module: the one statement that calls each function or method. The caller
+    may be in another file of the program (the entry script calling a helper module's function)."""
     chain = []
     key = (path, scope_line)
     while key[1] != MODULE_SCOPE:
@@ -86,9 +89,11 @@ def call_chain(program: Program, path: str, scope_line: int) -> list[tuple[tuple
         if method is not None and len(program.methods[method]) != 1:
             raise SliceError("ambiguous_call_chain", f"{len(program.methods[method])} classes define {method}: "
                                                      f"which one `obj.{method}(...)` runs is not known")
-        sites = [(other, unit.index) for other, units in sorted(program.scopes.items()) if other[0] == path
-                 for unit in units if other != key and
-                 (method in unit.method_calls if method is not None else name in unit.local_calls)]
+        if method is None and sum(program.scope_name(k) == name for k in program.scopes if k[1] != MODULE_SCOPE) > 1:
+            raise SliceError("ambiguous_call_chain", f"more than one file defines a function {name}")
+        sites = [(other, unit.index) for other, units in sorted(program.scopes.items())
+                 for unit in units if other != key
+                 and (method in unit.method_calls if method is not None else name in unit.local_calls)]
         if len(sites) != 1:
             raise SliceError("ambiguous_call_chain",
                              f"function {name} is called from {len(sites)} places; a slice needs exactly one")
@@ -124,85 +129,122 @@ def _params(program: Program, key: tuple[str, int], source: str) -> set[str]:
 
 
 def slice_program(program: Program, sources: dict[str, str], target: Unit, name: str) -> Slice:
-    """The entry script cut down to what computes ``name`` at ``target``, ending with ``report_result``."""
-    path = target.path
-    if path != program.entry:
-        raise SliceError("not_in_entry", "targets live in the entry script")
-    source = sources[path]
-    levels = [((path, target.scope_line), target.index), *call_chain(program, path, target.scope_line)]
+    """The entry script cut down to what computes ``name`` at ``target``, ending with ``report_result``.
+
+    A target in another file of the program (a helper module's function, reached through the calls that lead
+    there from the entry script) is reported from that file: its module level stays whole (it is imported),
+    the functions and methods on the chain are cut to their slices, and ``report_result`` is defined at its end.
+    ``Slice.files`` holds every file the slice changes."""
+    entry = program.entry
+    levels = [((target.path, target.scope_line), target.index),
+              *call_chain(program, target.path, target.scope_line)]
+    if levels[-1][0] != (entry, MODULE_SCOPE):
+        raise SliceError("not_in_entry", f"{target.path} line {target.line} is not reached from the entry script "
+                                         "through one call chain (it runs when its module is imported)")
     kept: dict[tuple[str, int], set[int]] = {}
-    free_globals: set[str] = set()
-    chain_defs: dict[int, frozenset[str]] = {}  # module index of a chain function's def -> what its slice reads
-    module_units = program.scopes[(path, MODULE_SCOPE)]
+    free_globals: set[str] = set()  # the entry's module-level names the chain needs
+    chain_defs: dict[int, frozenset[str]] = {}  # entry module index of a chain scope's def/class -> what it reads
+    module_units = program.scopes[(entry, MODULE_SCOPE)]
     for key, index in levels:
         units = program.scopes[key]
         if key[1] == MODULE_SCOPE:
             keep, _ = backward(units, index, free_globals, chain_defs)
         else:
             keep, free = backward(units, index, set())
-            free -= _params(program, key, source)
-            free_globals |= free
-            # The module statement that defines the scope: its def, or the class a method belongs to, whose
-            # other methods stay whole and keep what they read.
-            owner = next(u for u in module_units if u.line <= key[1] <= u.end_line)
-            extra = owner.uses if owner.kind == "ClassDef" else frozenset()
-            chain_defs[owner.index] = frozenset(free) | chain_defs.get(owner.index, frozenset()) | extra
+            if key[0] == entry:  # a helper module's globals all stay: its module level is not sliced
+                free -= _params(program, key, sources[key[0]])
+                free_globals |= free
+                # The module statement that defines the scope: its def, or the class a method belongs to, whose
+                # other methods stay whole and keep what they read.
+                owner = next(u for u in module_units if u.line <= key[1] <= u.end_line)
+                extra = owner.uses if owner.kind == "ClassDef" else frozenset()
+                chain_defs[owner.index] = frozenset(free) | chain_defs.get(owner.index, frozenset()) | extra
         kept[key] = keep
     all_units = [u for key, keep in kept.items() for u in program.scopes[key] if u.index in keep]
     _check_no_shared_lines(program, kept)
-    lines = source.splitlines(keepends=True)
+    lines = {path: sources[path].splitlines(keepends=True) for path in {k[0] for k in kept}}
 
     def text_of(unit: Unit) -> str:
-        return "".join(lines[unit.line - 1:unit.end_line])
+        return "".join(lines[unit.path][unit.line - 1:unit.end_line])
+
+    def cut_class(unit: Unit, methods: list[tuple[str, int]]) -> str:
+        """The class as written, but each method on the chain cut down to its slice."""
+        out, cursor, text = [], unit.line - 1, lines[unit.path]
+        for method in methods:
+            body = program.scopes[method]
+            out.append("".join(text[cursor:body[0].line - 1]))
+            out.append(scope_text(method))
+            cursor = body[-1].end_line
+        out.append("".join(text[cursor:unit.end_line]))
+        return "".join(out)
+
+    def chain_inside(unit: Unit) -> list[tuple[str, int]]:
+        return sorted(k for k in kept if k[0] == unit.path and k[1] != MODULE_SCOPE and unit.line < k[1] <= unit.end_line)
 
     def scope_text(key: tuple[str, int]) -> str:
         out = []
         for unit in program.scopes[key]:
             if unit.index not in kept[key]:
                 continue
-            inner = (path, unit.line)
-            methods = sorted(k for k in kept if k[0] == path and unit.line < k[1] <= unit.end_line) \
-                if key[1] == MODULE_SCOPE and unit.kind == "ClassDef" else []
-            if methods:  # the class as written, but each method on the chain cut down to its slice
-                cursor = unit.line - 1
-                for method in methods:
-                    body = program.scopes[method]
-                    out.append("".join(lines[cursor:body[0].line - 1]))
-                    out.append(scope_text(method))
-                    cursor = body[-1].end_line
-                out.append("".join(lines[cursor:unit.end_line]))
+            inner = (unit.path, unit.line)
+            if key[1] == MODULE_SCOPE and unit.kind == "ClassDef" and chain_inside(unit):
+                out.append(cut_class(unit, chain_inside(unit)))
                 continue
             if key[1] == MODULE_SCOPE and inner in kept and unit.kind in ("FunctionDef", "AsyncFunctionDef"):
-                if unit.body_line <= unit.line:
-                    raise SliceError("unsliceable", f"function at line {unit.line} has its body on the def line")
-                out.append("".join(lines[unit.line - 1:unit.body_line - 1]))
-                out.append(scope_text(inner))
+                out.append(function_text(unit))
                 continue
             out.append(text_of(unit))
-            if unit is target or (unit.path, unit.line) == (target.path, target.line):
-                first = lines[unit.line - 1]
+            if (unit.path, unit.line) == (target.path, target.line):
+                first = lines[unit.path][unit.line - 1]
                 indent = first[:len(first) - len(first.lstrip())]
                 out.append(f"{indent}report_result({name!r}, {name})\n")
                 if key[1] != MODULE_SCOPE:
                     out.append(f"{indent}raise SystemExit(0)\n")
         return "".join(out)
 
-    body = scope_text((path, MODULE_SCOPE))
-    text = _insert_helper(body, program, kept[(path, MODULE_SCOPE)], lines)
+    def function_text(unit: Unit) -> str:
+        if unit.body_line <= unit.line:
+            raise SliceError("unsliceable", f"function at line {unit.line} has its body on the def line")
+        return "".join(lines[unit.path][unit.line - 1:unit.body_line - 1]) + scope_text((unit.path, unit.line))
+
+    def helper_module_text(path: str) -> str:
+        """A helper module on the chain: every module-level statement as written but the chain's scopes."""
+        out, cursor, text = [], 0, lines[path]
+        for unit in program.scopes[(path, MODULE_SCOPE)]:
+            inside = chain_inside(unit) if unit.kind == "ClassDef" else []
+            if (path, unit.line) in kept and unit.kind in ("FunctionDef", "AsyncFunctionDef"):
+                replaced = function_text(unit)
+            elif inside:
+                replaced = cut_class(unit, inside)
+            else:
+                continue
+            out.append("".join(text[cursor:unit.line - 1]))
+            out.append(replaced)
+            cursor = unit.end_line
+        out.append("".join(text[cursor:]))
+        body = "".join(out)
+        if path == target.path:  # looked up when the target's scope runs, after the module has loaded
+            body = body.rstrip("\n") + "\n\n" + REPORT_HELPER
+        return body
+
+    body = scope_text((entry, MODULE_SCOPE))
+    text = _insert_helper(body, program, kept[(entry, MODULE_SCOPE)], lines[entry]) if target.path == entry else body
+    files = {entry: text, **{path: helper_module_text(path) for path in sorted(lines) if path != entry}}
     steps = tuple(
         (_in_written_order(u.defs, text_of(u)), tuple(sorted(u.uses & _defined(all_units))),
          tuple(c for c in u.calls if c != "arithmetic"))
-        for u in sorted(all_units, key=lambda u: u.line)
+        for u in sorted(all_units, key=lambda u: (u.path != target.path, u.path, u.line))
         if u.kind not in ("Import", "ImportFrom", "FunctionDef", "AsyncFunctionDef") and u.defs
     )
-    operations = tuple(dict.fromkeys(c for u in sorted(all_units, key=lambda u: u.line) for c in u.calls))
-    try:  # the slice is text cut from the source: what cannot be parsed never runs, and is a counted reject
-        parse_python(text, path)
-    except UnparseableSource as exc:
-        raise SliceError("slice_unparseable", f"the slice for {name} at line {target.line} does not parse: "
-                                              f"{exc.detail}") from None
+    operations = tuple(dict.fromkeys(c for u in sorted(all_units, key=lambda u: (u.path, u.line)) for c in u.calls))
+    for path, changed in files.items():
+        try:  # the slice is text cut from the source: what cannot be parsed never runs, and is a counted reject
+            parse_python(changed, path)
+        except UnparseableSource as exc:
+            raise SliceError("slice_unparseable", f"the slice for {name} at line {target.line} does not parse: "
+                                                  f"{exc.detail}") from None
     return Slice(text=text, statements=len(all_units), operations=operations, steps=steps,
-                 lines=frozenset((u.path, u.line) for u in all_units))
+                 lines=frozenset((u.path, u.line) for u in all_units), files=files, target_path=target.path)
 
 
 def _in_written_order(names, text: str) -> tuple[str, ...]:

@@ -432,7 +432,7 @@ def result_kind(summary: dict[str, Any] | None, max_rows: int) -> str | None:
 
 def informative_targets(program: Program, graph: nx.DiGraph, trace: dict[str, Any], literals: set,
                         min_upstream_ops: int, max_rows: int) -> list[dict[str, Any]]:
-    """Intermediate results of the entry script worth a focused question.
+    """Intermediate results of the program worth a focused question (in the entry script or a module it uses).
 
     A target is bound once by a statement that ran once, holds a number, a short numeric
     series or a small table, is not a constant written in the program, and depends on at
@@ -443,7 +443,7 @@ def informative_targets(program: Program, graph: nx.DiGraph, trace: dict[str, An
     targets = []
     seen_values: set[str] = set()
     for node, attrs in sorted(graph.nodes(data=True)):
-        if attrs.get("kind") != "variable" or attrs.get("path") != program.entry:
+        if attrs.get("kind") != "variable":
             continue
         unit = units.get((attrs["path"], attrs["line"]))
         if unit is None or runs.get((unit.path, unit.line)) != 1 or attrs["name"] in unit.header_names:

@@ -236,3 +236,53 @@ def test_a_method_two_classes_define_is_not_sliced():
     with pytest.raises(SliceError) as err:
         _slice(source, "ratio")
     assert err.value.reason == "ambiguous_call_chain" and "2 classes define score" in err.value.message
+
+
+MODEL_MODULE = '''"""The model lives in a package module; the entry script only drives it."""
+import json
+
+SCALE = 2.0
+
+
+class Fit:
+    def __init__(self, path):
+        self.values = json.load(open(path))
+
+    def run(self):
+        self.centred()
+        print("done")
+
+    def centred(self):
+        mean = sum(self.values) / len(self.values)
+        centred = [SCALE * (v - mean) for v in self.values]
+        print("first", centred[0])
+        return centred
+'''
+DRIVER = "from model.fit import Fit\n\nfit = Fit('obs.json')\nfit.run()\nprint('after')\n"
+
+
+def test_a_target_in_a_helper_module_is_reported_from_that_module(tmp_path):
+    (tmp_path / "obs.json").write_text("[4, 1, 3, 2]")
+    sources = {"prog.py": DRIVER, "model/fit.py": MODEL_MODULE, "model/__init__.py": ""}
+    program = analyse_program(sources, "prog.py")
+    [unit] = [u for u in program.units() if u.path == "model/fit.py" and "centred" in u.defs]
+    sliced = slice_program(program, sources, unit, "centred")
+    assert set(sliced.files) == {"prog.py", "model/fit.py"} and sliced.target_path == "model/fit.py"
+    helper = sliced.files["model/fit.py"]
+    assert "SCALE = 2.0" in helper and "def __init__(self, path):" in helper, "its module level stays whole"
+    assert 'print("first"' not in helper and "report_result('centred', centred)" in helper
+    assert "print('after')" not in sliced.files["prog.py"]
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "__init__.py").write_text("")
+    (tmp_path / "model" / "fit.py").write_text(helper)
+    value, stdout = _run(tmp_path, sliced.files["prog.py"], "centred")
+    assert value == pytest.approx([3.0, -3.0, 1.0, -1.0]) and stdout == ""
+
+
+def test_a_helper_line_that_runs_at_import_is_no_target():
+    sources = {"prog.py": DRIVER, "model/fit.py": MODEL_MODULE + "\nOFFSET = SCALE * 3\n", "model/__init__.py": ""}
+    program = analyse_program(sources, "prog.py")
+    [unit] = [u for u in program.units() if u.path == "model/fit.py" and "OFFSET" in u.defs]
+    with pytest.raises(SliceError) as err:
+        slice_program(program, sources, unit, "OFFSET")
+    assert err.value.reason == "not_in_entry"
