@@ -259,7 +259,9 @@ def released_field_audit(released: list[dict] | None, project: Path) -> dict:
     if released is None:
         return {}
     fields = [f for env in released for f in env.get("answer_schema", [])]
-    kinds = Counter(f["source"].split(":", 1)[0].split("/", 1)[0] for f in fields)
+    # stdout@<line>: a bare number named by the print call that printed it (envs/printed/sites.py)
+    kinds = Counter("stdout_print_call" if f["source"].startswith("stdout@") else
+                    f["source"].split(":", 1)[0].split("/", 1)[0] for f in fields)
     not_results = [f"{env['env_id']}:{f['name']} <- {f['source']}" for env in released
                    for f in env.get("answer_schema", [])
                    if f["source"].startswith("file:") and not is_result_file(f["source"][5:])]
