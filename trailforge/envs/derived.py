@@ -237,7 +237,9 @@ def build_subflows(ctx: SeedContext) -> list[TaskRow]:
 
 def _subflow(ctx: SeedContext, target: dict, unit: Unit) -> TaskRow | None:
     name = target["name"]
-    item = task_id_for(ctx.seed.seed_id, f"subflow:{name}@{target['line']}")
+    # Targets of the entry script keep the ids they always had; another file's name its path.
+    where = f"{target['line']}" if target["path"] == ctx.seed.script else f"{target['path']}:{target['line']}"
+    item = task_id_for(ctx.seed.seed_id, f"subflow:{name}@{where}")
     try:
         sliced = slice_program(ctx.program, ctx.sources, unit, name)
     except SliceError as exc:
@@ -281,11 +283,14 @@ def _subflow(ctx: SeedContext, target: dict, unit: Unit) -> TaskRow | None:
         ctx.recorder.reject(item, "answer_in_statement", f"the statement gives the value of {name} itself")
         return None
     return ctx.base_task(
-        "subflow", f"{name}@{target['line']}",
+        "subflow", f"{name}@{where}",
         statement=statement, answer_schema=schema, reference_answer=answer,
         reference_program=program, answer_from="result_files", negative_programs=negatives,
         construction={"target": name, "path": target["path"], "line": target["line"], "kind": target["kind"],
-                      "upstream_operations": target["upstream_operations"], "slice_statements": sliced.statements},
+                      "upstream_operations": target["upstream_operations"], "slice_statements": sliced.statements,
+                      # where the slice's code lies outside the entry script (a helper module's statements)
+                      **({"slice_spans": [[p, a, b] for p, a, b in sliced.spans if p != ctx.seed.script]}
+                         if reporter != ctx.seed.script else {})},
         derived_values=derived_numbers(ctx.workflow, set(sliced.lines), ctx.literals),
     )
 
@@ -319,7 +324,14 @@ def _mismatch(summary: dict, schema: list[AnswerField], answer: dict) -> str | N
         size = summary.get("shape", [summary.get("len")])[0]
         value = values[0] if len(values) == 1 else None
         got = len(value["rows"]) if isinstance(value, dict) else len(value) if isinstance(value, list) else None
-        return None if got == size else f"{got} values instead of {size}"
+        if got != size:
+            return f"{got} values instead of {size}"
+        # The traced run kept the first few values: a slice that lost a step the length does not show differs there.
+        for index, expected in enumerate(summary.get("preview") or []):
+            if isinstance(value, list) and _is_number(expected) and index < len(value) and _is_number(value[index]) \
+                    and not math.isclose(value[index], expected, rel_tol=1e-9, abs_tol=1e-12):
+                return f"value {index} is {value[index]!r}, not {expected!r}"
+        return None
     if summary.get("type") == "DataFrame":
         value = values[0] if len(values) == 1 else None
         rows = len(value["rows"]) if isinstance(value, dict) else None
@@ -642,11 +654,14 @@ def seed_context(seed: SeedRow, workflow: WorkflowRow, schema, answer, sandbox, 
 
 
 def attach_controls(reproduction: TaskRow, derived: list[TaskRow]) -> TaskRow:
-    """Give the Reproduction task the seed's first defective and incomplete programs as negative controls."""
+    """Give the Reproduction task the seed's first defective and incomplete programs as negative controls: a
+    defect that moves one of the Reproduction's own fields (it may grade fewer fields than the Correction)."""
     controls = []
+    graded = {f.name for f in reproduction.answer_schema}
     for kind, name in (("correction", "defective"), ("completion", "incomplete")):
         for task in derived:
-            if task.task_type == kind:
+            if task.task_type == kind and (kind != "correction" or graded & set(task.construction.get(
+                    "changed_fields", graded))):
                 controls.append({"name": name, "entrypoint": task.entrypoint, "files": task.workspace_program})
                 break
     return reproduction.model_copy(update={"negative_programs": controls})

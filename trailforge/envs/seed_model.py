@@ -120,7 +120,8 @@ def consolidate_seed(seed: SeedRow, llm: LLMClient, sandbox, cache, recorder: St
     (folder / seed.script).parent.mkdir(parents=True, exist_ok=True)
     (folder / seed.script).write_text(reply.script, encoding="utf-8")
     recorder.count("seeds_consolidated")
-    return seed.model_copy(update={"tree": str(folder), "program_files": [seed.script]})
+    # The names of bare printed numbers are lines and print calls of the original program, not of this one.
+    return seed.model_copy(update={"tree": str(folder), "program_files": [seed.script], "stdout_names": {}})
 
 
 TREE_INDEX = "index.json"

@@ -14,6 +14,7 @@ value with the value observed in the traced run of the whole program.
 """
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass, field
 
@@ -61,17 +62,19 @@ class Slice:
     lines: frozenset[tuple[str, int]]  # (path, line) of every kept statement of the original
     files: dict[str, str] = field(default_factory=dict)  # every file the slice changes (the entry included)
     target_path: str = ""  # the file that reports the target
+    spans: tuple[tuple[str, int, int], ...] = ()  # (path, first line, last line) of every kept statement
 
 
 def backward(units: list[Unit], target: int, needed: set[str], uses_override: dict[int, frozenset[str]] | None = None,
-             ) -> tuple[set[int], set[str]]:
-    """Indices of the statements ``units[target]`` depends on, and the names still free at the scope's start."""
+             effects: frozenset[int] = frozenset()) -> tuple[set[int], set[str]]:
+    """Indices of the statements ``units[target]`` depends on, and the names still free at the scope's start.
+    ``effects``: indices kept whatever they define (they may change state the target reads)."""
     override = uses_override or {}
     keep = {target}
     needed = set(needed) | set(override.get(target, units[target].uses))
     for index in range(target - 1, -1, -1):
         unit = units[index]
-        if unit.defs & needed or unit.effect:
+        if unit.defs & needed or unit.effect or index in effects:
             keep.add(index)
             needed -= unit.kills
             needed |= override.get(index, unit.uses)
@@ -89,10 +92,11 @@ def call_chain(program: Program, path: str, scope_line: int) -> list[tuple[tuple
         if method is not None and len(program.methods[method]) != 1:
             raise SliceError("ambiguous_call_chain", f"{len(program.methods[method])} classes define {method}: "
                                                      f"which one `obj.{method}(...)` runs is not known")
-        if method is None and sum(program.scope_name(k) == name for k in program.scopes if k[1] != MODULE_SCOPE) > 1:
-            raise SliceError("ambiguous_call_chain", f"more than one file defines a function {name}")
+        # A call of `name` in a file that defines its own `name` calls that one (a helper's own `main`).
+        own = {other[0] for other in program.scopes if other[1] != MODULE_SCOPE and other[0] != key[0]
+               and program.scope_name(other) == name}
         sites = [(other, unit.index) for other, units in sorted(program.scopes.items())
-                 for unit in units if other != key
+                 for unit in units if other != key and (method is not None or other[0] not in own)
                  and (method in unit.method_calls if method is not None else name in unit.local_calls)]
         if len(sites) != 1:
             raise SliceError("ambiguous_call_chain",
@@ -102,6 +106,14 @@ def call_chain(program: Program, path: str, scope_line: int) -> list[tuple[tuple
         if len(chain) > 5:
             raise SliceError("ambiguous_call_chain", "call chain deeper than 5")
     return chain
+
+
+def _touching_program_modules(program: Program, units: list[Unit]) -> frozenset[int]:
+    """Indices of the statements that use a name an import binds to one of the program's own modules."""
+    stems = {part for path, _ in program.scopes for part in
+             [*path.split("/")[:-1], posixpath.splitext(posixpath.basename(path))[0]]}
+    modules = {name for u in units if u.kind in ("Import", "ImportFrom") for name in u.defs if name in stems}
+    return frozenset(u.index for u in units if u.kind not in ("Import", "ImportFrom") and u.uses & modules)
 
 
 def _method_name(program: Program, key: tuple[str, int], name: str) -> str | None:
@@ -148,7 +160,10 @@ def slice_program(program: Program, sources: dict[str, str], target: Unit, name:
     for key, index in levels:
         units = program.scopes[key]
         if key[1] == MODULE_SCOPE:
-            keep, _ = backward(units, index, free_globals, chain_defs)
+            # A target in a helper module may read that module's state, which the entry can change
+            # (`helper.SCALE = 3`): every statement that touches a program module's name stays.
+            touches = _touching_program_modules(program, units) if target.path != entry else frozenset()
+            keep, _ = backward(units, index, free_globals, chain_defs, touches)
         else:
             keep, free = backward(units, index, set())
             if key[0] == entry:  # a helper module's globals all stay: its module level is not sliced
@@ -172,6 +187,8 @@ def slice_program(program: Program, sources: dict[str, str], target: Unit, name:
         out, cursor, text = [], unit.line - 1, lines[unit.path]
         for method in methods:
             body = program.scopes[method]
+            if text[body[0].line - 1].lstrip().startswith(("def ", "async def ")):
+                raise SliceError("unsliceable", f"method at line {method[1]} has its body on the def line")
             out.append("".join(text[cursor:body[0].line - 1]))
             out.append(scope_text(method))
             cursor = body[-1].end_line
@@ -244,7 +261,8 @@ def slice_program(program: Program, sources: dict[str, str], target: Unit, name:
             raise SliceError("slice_unparseable", f"the slice for {name} at line {target.line} does not parse: "
                                                   f"{exc.detail}") from None
     return Slice(text=text, statements=len(all_units), operations=operations, steps=steps,
-                 lines=frozenset((u.path, u.line) for u in all_units), files=files, target_path=target.path)
+                 lines=frozenset((u.path, u.line) for u in all_units), files=files, target_path=target.path,
+                 spans=tuple(sorted((u.path, u.line, u.end_line) for u in all_units)))
 
 
 def _in_written_order(names, text: str) -> tuple[str, ...]:

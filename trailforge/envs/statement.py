@@ -374,7 +374,8 @@ def field_line(field: AnswerField, value=None) -> str:
     elif field.source.startswith(LINE_SOURCE):
         # The label is the printed expression (a safe label, printed/sites.py), and which of its values.
         repeated = re.fullmatch(r"(.*) \(value (\d+)\)", field.label)
-        expression = _clean(repeated.group(1) if repeated else field.label, 120)
+        # Quoted as it is: it passed label_problem (no backtick, no control), and `max(a, b)` keeps its comma.
+        expression = (repeated.group(1) if repeated else field.label)[:120]
         parts.append(f"; the number the analysis prints on a line of its own with `print({expression})`"
                      + (f" (the {_ordinal(int(repeated.group(2)))} number that call prints)" if repeated else ""))
     else:

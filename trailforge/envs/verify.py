@@ -602,14 +602,20 @@ def unstated_numbers(task: TaskRow, workspace: dict[str, bytes]) -> list[tuple[f
     if task.workspace_program:
         return []
     texts = [task.statement, *(d.decode("utf-8", errors="replace") for d in workspace.values())]
-    paths = [task.entrypoint] if task.task_type == "subflow" else list(task.reference_program)
+    # A Subflow's numbers are its slice's: the entry script's cut text, and the kept statements of a helper module.
+    spans: dict[str, list] = {}
+    for path, first, last in task.construction.get("slice_spans", []) if task.task_type == "subflow" else ():
+        spans.setdefault(path, []).append((first, last))
+    paths = [task.entrypoint, *spans] if task.task_type == "subflow" else list(task.reference_program)
     missing = []
     for path in paths:
         try:
             numbers = analysis_numbers(task.reference_program[path])
-        except (SyntaxError, ValueError, RecursionError):
+        except (SyntaxError, ValueError, RecursionError, KeyError):
             continue
         for value, line, context in numbers:
+            if path in spans and not any(first <= line <= last for first, last in spans[path]):
+                continue
             if context in task.statement:
                 continue
             if not any(_contains_number(text, form) for form in _number_forms(value) for text in texts):

@@ -527,6 +527,7 @@ def trace_seed(seed, sandbox, cache, recorder, min_upstream_ops: int, max_rows: 
         return None
     trace.pop("reads", None)
     trace.pop("local_modules", None)
+    trace.pop("prints", None)  # the seed run's record names its stdout; a graph needs none of it
     written = [w.path for w in seed.files_written]
     graph = build_graph(program, trace, [f.path for f in seed.data_files], written)
     literals = seed_literals(seed, sources.values())

@@ -19,8 +19,8 @@ When the plot recorder (``.tf_plots.py``, see plot_recorder.py) sits beside this
 records its matplotlib figures too, exactly as a run under the recorder alone would.
 
 Every run also records ``prints``: for each ``print()`` call the program's own files make onto stdout
-(at most ``MAX_PRINTS``), its file, line and the text it printed (capped at ``MAX_PRINT_TEXT``, and then
-marked ``True`` as a fourth item). A bare
+(at most ``MAX_PRINTS`` and ``MAX_PRINT_BYTES``), its file, line and the text it printed (capped at
+``MAX_PRINT_TEXT``; a cut record has, fourth, the number of lines the whole text had). A bare
 number on stdout says nothing of what it is; the call that printed it does (``print(calc_gc(seq))``).
 
 Summaries never hold whole objects: a workflow graph needs to know that ``beta`` was a
@@ -41,7 +41,8 @@ PLOT_SCRIPT = ".tf_plots.py"
 MAX_EVENTS = 3_000_000  # a runaway loop must not turn tracing into the bottleneck
 PREVIEW = 6
 MAX_PRINTS = 5000
-MAX_PRINT_TEXT = 400
+MAX_PRINT_TEXT = 200
+MAX_PRINT_BYTES = 200_000  # all records together: the trace file must stay far below the output file limit
 _prints = []  # [path, line, text] of the program's print() calls onto stdout, in order
 _reads = []
 _seen = set()
@@ -229,24 +230,55 @@ def _global_tracer(frame, event, arg):
     return local_tracer
 
 
+class _Tap:
+    """Stands in for stdout during one print(): what print writes goes on to stdout and is kept, so each
+    argument's ``__str__`` runs once, as it would without the recorder."""
+
+    def __init__(self, target):
+        self._target, self.parts = target, []
+
+    def write(self, text):
+        self.parts.append(text)
+        return self._target.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._target, name)
+
+
 def _install_print_recorder():
-    """Wrap ``builtins.print``: a call from a program file onto stdout is recorded, then printed as before."""
+    """Wrap ``builtins.print``: a call from a program file onto the real stdout is recorded (file, line, text),
+    then printed exactly as before; output the program captures (``redirect_stdout``, ``file=``) is not."""
     import builtins
+    import functools
 
     original = builtins.print
+    real = sys.stdout
 
+    @functools.wraps(original)  # keeps builtins.print's name, so pickle and introspection see print
     def print(*args, sep=" ", end="\n", file=None, flush=False):
-        if (file is None or file is sys.stdout) and len(_prints) < MAX_PRINTS:
-            try:
+        tap = None
+        try:
+            if (file is None and sys.stdout is real or file is real) and len(_prints) < MAX_PRINTS \
+                    and _state.setdefault("print_bytes", 0) < MAX_PRINT_BYTES:
                 caller = sys._getframe(1)
                 full = os.path.abspath(caller.f_code.co_filename)
                 if full.startswith(ROOT + os.sep) and not os.path.basename(full).startswith(".tf_"):
-                    text = (" " if sep is None else sep).join(str(a) for a in args) + ("\n" if end is None else end)
-                    record = [os.path.relpath(full, ROOT), caller.f_lineno, text[:MAX_PRINT_TEXT]]
-                    _prints.append(record if len(text) <= MAX_PRINT_TEXT else record + [True])  # True: cut
+                    tap = _Tap(real)
+        except Exception:
+            tap = None  # recording must never change what the program does
+        if tap is None:
+            return original(*args, sep=sep, end=end, file=file, flush=flush)
+        try:
+            return original(*args, sep=sep, end=end, file=tap, flush=flush)
+        finally:
+            try:
+                text = "".join(tap.parts)
+                record = [os.path.relpath(full, ROOT), caller.f_lineno, text[:MAX_PRINT_TEXT]]
+                # a cut text: how many lines it printed, so the lining up can step over all of them
+                _prints.append(record if len(text) <= MAX_PRINT_TEXT else record + [text.count("\n")])
+                _state["print_bytes"] += min(len(text), MAX_PRINT_TEXT)
             except Exception:
-                pass  # recording must never change what the program does
-        return original(*args, sep=sep, end=end, file=file, flush=flush)
+                pass
 
     builtins.print = print
 

@@ -65,3 +65,14 @@ def test_the_statement_says_which_call_printed_the_number():
     second = next(f for f in schema if f.label == "calc_gc(seq) (value 2)")
     line = field_line(second, answer[second.name])
     assert "`print(calc_gc(seq))` (the 2nd number that call prints)" in line
+
+
+def test_two_print_calls_on_one_line_name_neither():
+    source = "a, b = 1.5, 2.5\nprint(a); print(b)\n"
+    assert stdout_names("1.5\n2.5\n", [["t.py", 2, "1.5\n"], ["t.py", 2, "2.5\n"]], {"t.py": source}) == {}
+
+
+def test_a_cut_record_steps_over_every_line_it_printed():
+    stdout = "".join(f"row {i}\n" for i in range(5)) + "4.25\n"
+    prints = [["t.py", 1, "row 0\nrow 1\nrow", 5], ["t.py", 2, "4.25\n"]]
+    assert stdout_names(stdout, prints, {"t.py": "print(table)\nprint(mean)\n"}) == {5: "mean"}

@@ -286,3 +286,36 @@ def test_a_helper_line_that_runs_at_import_is_no_target():
     with pytest.raises(SliceError) as err:
         slice_program(program, sources, unit, "OFFSET")
     assert err.value.reason == "not_in_entry"
+
+
+def test_an_entry_statement_that_changes_a_helper_module_stays_in_the_slice(tmp_path):
+    helper = "SCALE = 1.0\n\n\ndef compute(xs):\n    zs = [SCALE * x + x for x in xs]\n    return sum(zs)\n"
+    entry = "import helper\nfrom helper import compute\n\nhelper.SCALE = 3.0\nout = compute([1.0, 2.0])\nprint(out)\n"
+    sources = {"prog.py": entry, "helper.py": helper}
+    program = analyse_program(sources, "prog.py")
+    [unit] = [u for u in program.units() if u.path == "helper.py" and "zs" in u.defs]
+    sliced = slice_program(program, sources, unit, "zs")
+    assert "helper.SCALE = 3.0" in sliced.files["prog.py"]
+    (tmp_path / "helper.py").write_text(sliced.files["helper.py"])
+    value, _ = _run(tmp_path, sliced.files["prog.py"], "zs")
+    assert value == [4.0, 8.0]
+
+
+def test_a_helper_that_defines_its_own_main_does_not_hide_the_entry_main():
+    entry = "def main():\n    data = [3, 1, 2]\n    total = sum(data) * 2\n    print(total)\n\nmain()\n"
+    sources = {"prog.py": entry, "tools.py": "def main():\n    return 0\n"}
+    program = analyse_program(sources, "prog.py")
+    [unit] = [u for u in program.units() if u.path == "prog.py" and "total" in u.defs]
+    assert "report_result('total', total)" in slice_program(program, sources, unit, "total").text
+
+
+def test_a_method_whose_body_is_on_its_def_line_is_a_counted_reject():
+    source = "class K:\n    def __init__(self):\n        self.k = 2\n    def score(self, x): z = x * self.k; return z\n\n" \
+             "print(K().score(3))\n"
+    program = analyse_program({"prog.py": source}, "prog.py")
+    units = [u for u in program.units() if "z" in u.defs]
+    if not units:
+        pytest.skip("the analyser keeps no statement unit for a body on the def line")
+    with pytest.raises(SliceError) as err:
+        slice_program(program, {"prog.py": source}, units[0], "z")
+    assert err.value.reason in ("unsliceable", "ambiguous_call_chain")

@@ -266,3 +266,34 @@ def test_a_figure_that_is_only_shown_is_an_output_of_the_steps_that_draw_it():
     assert "plotted:sim.py:8" in nx.descendants(graph, loop.node_id)
     spare = next(u for u in program.scopes[("sim.py", 0)] if "unused" in u.defs)
     assert not any(graph.nodes[n]["kind"] == "output" for n in nx.descendants(graph, spare.node_id))
+
+
+PRINTS = '''import contextlib, io, pickle, sys
+
+class Noisy:
+    calls = 0
+    def __str__(self):
+        Noisy.calls += 1
+        return f"noisy {Noisy.calls}"
+
+print(Noisy())
+with contextlib.redirect_stdout(io.StringIO()):
+    print(42)
+print(7)
+print(pickle.loads(pickle.dumps(print)) is print)
+print("to stderr", file=sys.stderr)
+'''
+
+
+def test_the_tracer_records_prints_onto_stdout_and_changes_nothing_they_do(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "prog.py").write_text(PRINTS)
+    shutil.copy(TRACE_RUNNER, work / ".tf_trace.py")
+    done = subprocess.run([sys.executable, ".tf_trace.py", "prog.py"], cwd=work, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "noisy 1\n7\nTrue\n", "each __str__ ran once, and print still pickles as print"
+    prints = json.loads((work / ".tf_trace.json").read_text())["prints"]
+    assert prints == [["prog.py", 9, "noisy 1\n"], ["prog.py", 12, "7\n"], ["prog.py", 13, "True\n"]], \
+        "captured output and stderr are not stdout"

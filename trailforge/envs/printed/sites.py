@@ -22,6 +22,7 @@ import re
 from .values import _NUMBER_TEXT
 
 MAX_VALUES_PER_CALL = 12
+LOOK_AHEAD = 200  # stdout lines a record is looked for past the previous one
 MAX_EXPRESSION_CHARS = 48
 LINE_SOURCE = "stdout@"  # an answer field's source when its name comes from the print call of that stdout line
 _BARE_NUMBER = re.compile(rf"\s*{_NUMBER_TEXT.pattern}\s*")
@@ -38,9 +39,12 @@ def printed_expressions(source: str) -> dict[int, str]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     found: dict[int, str] = {}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"):
-            continue
+    calls = [node for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print"]
+    shared = {line for line in (n.lineno for n in calls) if sum(c.lineno == line for c in calls) > 1}
+    for node in calls:
+        if node.lineno in shared:
+            continue  # `print(a); print(b)`: the record's line cannot tell the two calls apart
         if len(node.args) != 1 or isinstance(node.args[0], (ast.Starred, ast.Constant, ast.JoinedStr)):
             continue  # a label printed next to the value, or text: the text reader's
         if any(k.arg in ("sep", "end", "file") for k in node.keywords):
@@ -71,7 +75,8 @@ def stdout_names(stdout: str, prints: list, sources: dict[str, str]) -> dict[int
         found = _find(lines, printed, at, partial_last=cut)
         if found is None:
             continue  # stdout shows it otherwise (a scratch path masked): the records after it still line up
-        at = found + len(printed)  # past a cut text's lines at least; the search goes on from there
+        whole = record[3] if cut and isinstance(record[3], int) and record[3] >= len(printed) else len(printed)
+        at = found + whole  # a cut text: every line it printed, as the record counts them
         if len(printed) == 1 and is_bare_number(printed[0]) and isinstance(path, str) and isinstance(line, int):
             by_call.setdefault((path, line), []).append(found)
     names: dict[int, str] = {}
@@ -93,7 +98,9 @@ def _find(lines: list[str], printed: list[str], start: int, partial_last: bool =
     one with ``partial_last``), or None."""
     width = len(printed)
     whole, last = (printed[:-1], printed[-1]) if partial_last else (printed, None)
-    for index in range(start, len(lines) - width + 1):
+    # Looked for a little way ahead only: text between two calls is what the program wrote otherwise (rare),
+    # and a record stdout does not show must not cost a scan of all of it.
+    for index in range(start, min(len(lines) - width + 1, start + LOOK_AHEAD)):
         if lines[index:index + len(whole)] == whole and (last is None or lines[index + width - 1].startswith(last)):
             return index
     return None
