@@ -178,14 +178,17 @@ def test_rebuilding_from_a_clean_cache_gives_identical_task_files(built):
 
 def test_recipe_caps_and_operator_allow_list_are_obeyed(built, tmp_path):
     project, root = built
-    write_params(project, [str(root / "repos" / "meadow-shannon")],
-                 ["tasks.correction.operators=[sign,log_base]", "tasks.correction.max_per_seed=1",
-                  "tasks.subflow.max_per_seed=1", "tasks.completion.max_per_seed=1", "seed=3"])
-    run_stage(project, "tasks", "--seeds", "out/seeds", "--workflows", "out/workflows", "--out", "out/tasks-capped")
-    tasks = read_rows(project / "out/tasks-capped/data", TaskRow)
-    by_type = {kind: [t for t in tasks if t.task_type == kind] for kind in ("subflow", "completion", "correction")}
-    assert all(len(v) <= 1 for v in by_type.values())
-    assert all(t.construction["operator"] in ("sign", "log_base") for t in by_type["correction"])
+    caps = ["tasks.correction.operators=[sign,log_base]", "tasks.correction.max_per_seed=1",
+            "tasks.subflow.max_per_seed=1", "tasks.completion.max_per_seed=1", "seed=3"]
+    # tasks.repository.target=0: the per-seed caps as written, not grown for a repository with one seed.
+    for target, cap in ((0, 1), (48, 3)):  # one seed, caps 1/1/1: 4 tasks a seed, grown at most 3x
+        write_params(project, [str(root / "repos" / "meadow-shannon")], [*caps, f"tasks.repository.target={target}"])
+        run_stage(project, "tasks", "--seeds", "out/seeds", "--workflows", "out/workflows", "--out",
+                  f"out/tasks-capped-{target}")
+        tasks = read_rows(project / f"out/tasks-capped-{target}/data", TaskRow)
+        by_type = {kind: [t for t in tasks if t.task_type == kind] for kind in ("subflow", "completion", "correction")}
+        assert all(len(v) <= cap for v in by_type.values()), {k: len(v) for k, v in by_type.items()}
+        assert all(t.construction["operator"] in ("sign", "log_base") for t in by_type["correction"])
 
 
 def test_the_same_tasks_verify_the_same_way_under_docker(built):
