@@ -310,7 +310,7 @@ def _run_protocols(candidate: SeedCandidate, env, sandbox: Sandbox, cache: Conte
     tree = Path(snap.tree)
     files = {f.path: (tree / f.path).read_bytes() for f in snap.files}
     failures, seconds = [], 0.0
-    no_data_runs = []  # (protocol, result, failure) of clean runs that read no data: parameter seeds, tried last
+    no_data_runs = []  # (index into failures, protocol, result) of clean runs that read no data: tried last
     for number, protocol in enumerate(candidate.protocols):
         request = recorded_request(protocol, candidate.script, files, timeout_s, trace=())
         result, hit = run_cached(cache, sandbox, env, request)

@@ -204,8 +204,9 @@ def slice_program(program: Program, sources: dict[str, str], target: Unit, name:
             if unit.index not in kept[key]:
                 continue
             inner = (unit.path, unit.line)
-            if key[1] == MODULE_SCOPE and unit.kind == "ClassDef" and chain_inside(unit):
-                out.append(cut_class(unit, chain_inside(unit)))
+            methods = chain_inside(unit) if key[1] == MODULE_SCOPE and unit.kind == "ClassDef" else []
+            if methods:
+                out.append(cut_class(unit, methods))
                 continue
             if key[1] == MODULE_SCOPE and inner in kept and unit.kind in ("FunctionDef", "AsyncFunctionDef"):
                 out.append(function_text(unit))

@@ -54,7 +54,7 @@ _lines = {}
 _unit_runs = {}
 _values = {}
 _calls = {}
-_state = {"events": 0, "truncated": False}
+_state = {"events": 0, "truncated": False, "print_bytes": 0}
 
 
 def _record_open(event, args):
@@ -259,7 +259,7 @@ def _install_print_recorder():
         tap = None
         try:
             if (file is None and sys.stdout is real or file is real) and len(_prints) < MAX_PRINTS \
-                    and _state.setdefault("print_bytes", 0) < MAX_PRINT_BYTES:
+                    and _state["print_bytes"] < MAX_PRINT_BYTES:
                 caller = sys._getframe(1)
                 full = os.path.abspath(caller.f_code.co_filename)
                 if full.startswith(ROOT + os.sep) and not os.path.basename(full).startswith(".tf_"):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 import re
 
+from ..parsing import UnparseableSource, parse_python
 from .values import _NUMBER_TEXT
 
 MAX_VALUES_PER_CALL = 12
@@ -35,8 +36,8 @@ def is_bare_number(line: str) -> bool:
 def printed_expressions(source: str) -> dict[int, str]:
     """For each line of ``source`` holding a ``print(<one expression>)`` call: that expression's source."""
     try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = parse_python(source)
+    except UnparseableSource:
         return {}
     found: dict[int, str] = {}
     calls = [node for node in ast.walk(tree)
