@@ -563,6 +563,11 @@ class LocalSandbox:
                 fds.append(_data_fd(program))
                 mounts += ["--seccomp", str(fds[-1])]
             mounts += ["--size", str(scratch_bytes), "--perms", "0755", "--tmpfs", scratch, "--chdir", scratch]
+            # The root of the sandbox is bubblewrap's own tmpfs, and without root its folders (/etc, /var, the
+            # mount points) belong to the calling user, so a program could write there. Every mount point
+            # exists by now: the root goes read-only, while /tmp, /dev/shm, the scratch and the writable
+            # binds are mounts of their own and stay writable.
+            mounts += ["--remount-ro", "/"]
             if os.geteuid() == 0:
                 mounts += ["--cap-drop", "ALL", *[a for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN")
                                                   for a in ("--cap-add", cap)]]

@@ -262,9 +262,11 @@ def test_symlink_swap_race_returns_no_host_byte_in_20_runs(backend, home_secret,
 
 @pytest.fixture
 def planted_answers(tmp_path_factory):
-    """Copies of an answer where a host keeps them: under /opt, in a project's DVC cache, world-readable."""
+    """Copies of an answer where a host keeps them: under /opt, in a project's DVC cache, in the user's home,
+    world-readable. Not every place is writable by every user; at least two are by any (home and a temp dir)."""
     planted = [Path("/opt/tf-battery-release/env-1/eval/expected.json"),
                Path.cwd() / ".dvc" / "cache" / "files" / "md5" / "tf" / "battery-expected.json",
+               Path.home() / ".cache" / "tf-battery" / "expected.json",
                tmp_path_factory.mktemp("release") / "eval" / "expected.json"]
     made = []
     for path in planted:
