@@ -3,7 +3,9 @@
 Recognised results:
 - printed lines ``Label: value`` or ``Label (unit): value`` (numbers, booleans, short strings);
 - JSON files: scalar leaves (up to three levels deep) and short numeric lists;
-- CSV/TSV tables: whole when they have at most ``max_table_rows`` rows, else summarised (``printed``);
+- CSV/TSV tables: whole when they have at most ``max_table_rows`` rows, else summarised (``printed``); a
+  ``.txt``/``.dat``/``.tab``/``.out`` file (or one with no suffix) is read as one when every line splits on
+  tabs (or commas) into the same cells, as ``DataFrame.to_csv(path, sep="\t")`` writes it;
 - what matplotlib figures showed, as the plot recorder saw it (``plots.py``);
 - everything else a program prints that reads as a result: ``label value`` lines, numbers in sentences,
   pandas DataFrame and Series prints, numpy arrays and aligned or comma-separated tables (``printed``
@@ -246,8 +248,8 @@ def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 
             except ValueError:
                 continue
             _add_json(out, stem, data, path, _path_problem(path), [], max_table_rows)
-        elif suffix in (".csv", ".tsv"):
-            table = parse_table(text, "\t" if suffix == ".tsv" else ",", max_table_rows)
+        elif (delimiter := table_delimiter(path, text)) is not None:
+            table = parse_table(text, delimiter, max_table_rows)
             if table is not None:
                 table, res = table
                 name, problem = field_name(stem)
@@ -256,8 +258,7 @@ def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 
                     filter(None, (label_problem(c) for c in table["columns"])), None)
                 out.add(name, problem, "table", table, f"table written to {path}", f"file:{path}", resolution=res)
             else:
-                _summarise_file_table(out, text, "\t" if suffix == ".tsv" else ",", path, stem, max_table_rows,
-                                      precision)
+                _summarise_file_table(out, text, delimiter, path, stem, max_table_rows, precision)
     for reading in printed.read_printed(lines, blocks, taken, max_table_rows, line_names):
         out.add_reading(reading, "stdout" if reading.line is None else f"{printed.LINE_SOURCE}{reading.line}",
                         precision)
@@ -331,6 +332,28 @@ def _add_json(out: _Collector, stem: str, data: Any, path: str, path_problem: st
     ):
         res = max((resolution(repr(v)) for v in data if isinstance(v, float)), default=None)
         out.add(name, problem, "number_list", [float(v) for v in data], label, source, resolution=res)
+
+
+TABLE_SUFFIXES = {".csv": ",", ".tsv": "\t"}
+TEXT_TABLE_SUFFIXES = (".txt", ".dat", ".tab", ".out", "")  # plain-text files a table is often written to
+
+
+def table_delimiter(path: str, text: str) -> str | None:
+    """The delimiter a written file's table uses, or None when it is no table: ``.csv``/``.tsv`` by name, a
+    plain-text file only when its first line has a tab (or a comma) and every line splits on it into as many
+    cells, at least two (``_table_rows``: unique headers, equal rows)."""
+    suffix = PurePosixPath(path).suffix.lower()
+    if suffix in TABLE_SUFFIXES:
+        return TABLE_SUFFIXES[suffix]
+    if suffix not in TEXT_TABLE_SUFFIXES:
+        return None
+    first = text.split("\n", 1)[0]
+    for delimiter in ("\t", ","):
+        if delimiter in first:
+            rows = _table_rows(text, delimiter)
+            if rows is not None and len(rows[0]) >= 2:
+                return delimiter
+    return None
 
 
 def parse_table(text: str, delimiter: str, max_rows: int) -> tuple[dict[str, Any], float | None] | None:

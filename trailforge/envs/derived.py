@@ -65,6 +65,7 @@ class SeedContext:
     rng_seed: int
     max_fields: int
     max_rows: int
+    noise: dict[str, float] = field(default_factory=dict)  # per field: a relative change within the run-to-run spread
     graph: nx.DiGraph = field(init=False)
     literals: set = field(init=False)
     modules: set[str] = field(init=False)  # names bound by imports: not data a statement should name
@@ -92,6 +93,10 @@ class SeedContext:
         return answer_from_run(result, answer_from, self.max_fields, self.max_rows, cwd=self.seed.cwd,
                                like=self.schema)
 
+    def changes(self, got: dict[str, Any]) -> dict[str, str] | None:
+        """How an answer of the whole program differs from the reference, beyond the program's own noise."""
+        return differences(self.schema, self.answer, got, self.noise)
+
     def base_task(self, task_type: str, key: str, **fields) -> TaskRow:
         return TaskRow(
             task_id=task_id_for(self.seed.seed_id, f"{task_type}:{key}"), task_type=task_type,
@@ -110,18 +115,19 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _numbers_differ(a: float, b: float, resolution: float | None) -> bool:
-    return abs(a - b) > max(1e-4 * abs(b), 2 * (resolution or 0.0), 1e-12)
+def _numbers_differ(a: float, b: float, resolution: float | None, noise: float = 0.0) -> bool:
+    return abs(a - b) > max(1e-4 * abs(b), 2 * (resolution or 0.0), 1e-12, noise * abs(b))
 
 
 def _canonical_rows(table: dict) -> list[list]:
     return sorted(table.get("rows", []), key=lambda row: [str(c) if not _is_number(c) else f"{c:.6g}" for c in row])
 
 
-def field_difference(field: AnswerField, ref: Any, got: Any) -> str | None:
-    """None when ``got`` matches ``ref`` materially, else a short description of how it differs."""
+def field_difference(field: AnswerField, ref: Any, got: Any, noise: float = 0.0) -> str | None:
+    """None when ``got`` matches ``ref`` materially, else a short description of how it differs. ``noise``: the
+    relative change the program's own run-to-run spread can make (``spread.noise_bars``), which is no change."""
     if field.type == "number" and _is_number(ref) and _is_number(got):
-        if not _numbers_differ(got, ref, field.resolution):
+        if not _numbers_differ(got, ref, field.resolution, noise):
             return None
         if ref != 0 and got != 0 and (got > 0) != (ref > 0):
             return "it has the wrong sign"
@@ -129,14 +135,14 @@ def field_difference(field: AnswerField, ref: Any, got: Any) -> str | None:
     if field.type == "number_list" and isinstance(ref, list) and isinstance(got, list):
         if len(ref) != len(got):
             return "it has the wrong number of values"
-        return None if not any(_numbers_differ(g, r, field.resolution) for g, r in zip(got, ref)) else ""
+        return None if not any(_numbers_differ(g, r, field.resolution, noise) for g, r in zip(got, ref)) else ""
     if field.type == "table" and isinstance(ref, dict) and isinstance(got, dict):
         if ref.get("columns") != got.get("columns") or len(ref["rows"]) != len(got["rows"]):
             return "its shape is wrong"
         for row_ref, row_got in zip(_canonical_rows(ref), _canonical_rows(got)):
             for r, g in zip(row_ref, row_got):
                 if _is_number(r) and _is_number(g):
-                    if _numbers_differ(g, r, field.resolution):
+                    if _numbers_differ(g, r, field.resolution, noise):
                         return ""
                 elif r != g:
                     return ""
@@ -144,13 +150,15 @@ def field_difference(field: AnswerField, ref: Any, got: Any) -> str | None:
     return None if got == ref else ""
 
 
-def differences(schema: list[AnswerField], ref: dict, got: dict) -> dict[str, str] | None:
-    """Changed fields with a symptom each; None when a field is missing (not a clean symptom)."""
+def differences(schema: list[AnswerField], ref: dict, got: dict, noise: dict[str, float] | None = None
+                ) -> dict[str, str] | None:
+    """Changed fields with a symptom each; None when a field is missing (not a clean symptom). ``noise``: per
+    field, the relative change that is within the program's own spread."""
     if any(f.name not in got for f in schema):
         return None
     out = {}
     for spec in schema:
-        diff = field_difference(spec, ref[spec.name], got[spec.name])
+        diff = field_difference(spec, ref[spec.name], got[spec.name], (noise or {}).get(spec.name, 0.0))
         if diff is not None:
             out[spec.name] = diff
     return out
@@ -496,7 +504,7 @@ def build_completions(ctx: SeedContext) -> list[TaskRow]:
         incomplete = {**ctx.sources, hole["path"]: text}
         result = ctx.run(incomplete)
         _, got = ctx.answer_of(result)
-        if result.ok and differences(ctx.schema, ctx.answer, got) == {}:
+        if result.ok and ctx.changes(got) == {}:
             ctx.recorder.reject(item, "hole_not_needed", "the program with the hole still gives the reference answer")
             continue
         # A hole that only feeds an ungraded print crashes when empty but accepts any fill: zeros in place
@@ -504,7 +512,7 @@ def build_completions(ctx: SeedContext) -> list[TaskRow]:
         zeroed = {**ctx.sources, hole["path"]: "".join(lines[:hole["line"] - 1]) + _zero_fill(hole)
                   + "".join(lines[hole["end_line"]:])}
         result = ctx.run(zeroed)
-        if result.ok and differences(ctx.schema, ctx.answer, ctx.answer_of(result)[1]) == {}:
+        if result.ok and ctx.changes(ctx.answer_of(result)[1]) == {}:
             ctx.recorder.reject(item, "hole_not_graded", "filling the hole with zeros leaves every graded field "
                                 "as it is: what it computes is not part of the answer")
             continue
@@ -594,7 +602,7 @@ def build_corrections(ctx: SeedContext) -> list[TaskRow]:
             ctx.recorder.reject(item, "mutant_slow", f"the mutant took {result.duration_s:.1f}s, over half the timeout")
             continue
         _, got = ctx.answer_of(result)
-        changed = differences(ctx.schema, ctx.answer, got)
+        changed = ctx.changes(got)
         if changed is None:
             ctx.recorder.reject(item, "mutant_drops_field", "the mutant no longer reports every field")
             continue
@@ -635,7 +643,8 @@ def build_corrections(ctx: SeedContext) -> list[TaskRow]:
 
 
 def seed_context(seed: SeedRow, workflow: WorkflowRow, schema, answer, sandbox, cache, recorder, cfg: TasksConfig,
-                 rng_seed: int, max_fields: int, max_rows: int) -> SeedContext | None:
+                 rng_seed: int, max_fields: int, max_rows: int, noise: dict[str, float] | None = None
+                 ) -> SeedContext | None:
     tree = Path(seed.tree)
     sources = {path: (tree / path).read_text(encoding="utf-8") for path in seed.program_files}
     env = sandbox.prepare(seed.distributions)
@@ -649,7 +658,7 @@ def seed_context(seed: SeedRow, workflow: WorkflowRow, schema, answer, sandbox, 
         seed=seed, workflow=workflow, program=analyse_program(sources, seed.script), sources=sources,
         schema=schema, answer=answer, data_lines=data_lines,
         data=data, env=env, sandbox=sandbox, cache=cache, recorder=recorder, cfg=cfg, rng_seed=rng_seed,
-        max_fields=max_fields, max_rows=max_rows,
+        max_fields=max_fields, max_rows=max_rows, noise=dict(noise or {}),
     )
 
 

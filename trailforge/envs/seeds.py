@@ -26,7 +26,7 @@ from ..cache import ContentCache
 from ..io import FileEntry, SeedRow, SnapshotRow, StageRecorder, WrittenFile
 from ..sandbox import PLOTS_FILE, RUNNER_FILES, TRACE_FILE, Sandbox, run_cached
 from ..sandbox.base import NONZERO_EXIT, OK, OUTPUT_LIMIT, TIMEOUT
-from .answers import is_result_file
+from .answers import is_result_file, table_delimiter
 from .printed import stdout_names
 from .deps import (canonical, distribution_for, era_date, requirement_name, resolve_distributions, script_imports,
                    third_party)
@@ -36,6 +36,9 @@ from .plots import read_plots
 from .protocol import NEEDS_ARGUMENTS, RunProtocol, infer_protocols, recorded_request
 
 MAX_TEXT_OUTPUT = 200_000
+# A written table is kept whole up to this size: answers summarise it (row count, column aggregates, end rows),
+# and a results table of a genome-wide analysis (40,000 genes) is a few megabytes.
+MAX_TABLE_TEXT_OUTPUT = 4_000_000
 _DATA_CALLS = {
     "open", "read_csv", "read_table", "read_excel", "read_json", "read_parquet", "loadtxt", "genfromtxt",
     "load", "fromfile", "read_fwf", "read_hdf", "Dataset", "File", "parse", "read",
@@ -516,10 +519,12 @@ def _read_trace(data: bytes | None) -> dict:
 
 def _written(path: str, data: bytes) -> WrittenFile:
     text = None
-    if len(data) <= MAX_TEXT_OUTPUT:
+    if len(data) <= MAX_TABLE_TEXT_OUTPUT:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
+            text = None
+        if text is not None and len(data) > MAX_TEXT_OUTPUT and table_delimiter(path, text) is None:
             text = None
     return WrittenFile(path=path, sha256=hashlib.sha256(data).hexdigest(), size=len(data), text=text)
 

@@ -21,6 +21,7 @@ from ..sandbox import run_cached
 from .answers import answer_from_run, extract_answer
 from .printed import LINE_SOURCE
 from .dependence import VARIANTS, moved_fields, perturb_files
+from .spread import answer_spreads, noise_bars, reference_runs
 from .parameters import seed_literals
 from .protocol import RunProtocol, recorded_request, run_note
 from .statement import describe_data_file, literal_values, reproduction_statement, stated_fields
@@ -160,9 +161,11 @@ def perturbed_data(seed: SeedRow, rng_seed: int, jitter: float, variant: dict) -
 
 
 def still_fields(seed: SeedRow, program: dict[str, str], schema, answer, rng_seed: int, jitter: float,
-                 limits: tuple[int, int], sandbox, cache, env, recorder, answer_from: str = "outputs"):
+                 limits: tuple[int, int], sandbox, cache, env, recorder, answer_from: str = "outputs",
+                 noise: dict[str, float] | None = None):
     """``(fields that never moved, None)`` after running ``program`` on each perturbation of the data in
-    turn until every field has moved, or ``(None, (reason, message))`` when no perturbed run succeeded."""
+    turn until every field has moved, or ``(None, (reason, message))`` when no perturbed run succeeded.
+    ``noise``: per field, a relative move within the program's own run-to-run spread, which is not a move."""
     from .derived import field_difference
 
     still, ran, problem = list(schema), False, "none of the data files can be perturbed (binary formats)"
@@ -180,7 +183,8 @@ def still_fields(seed: SeedRow, program: dict[str, str], schema, answer, rng_see
             continue
         ran = True
         got = answer_from_run(result, answer_from, *limits, cwd=seed.cwd, like=schema)[1]
-        _, still = moved_fields(still, answer, got, field_difference)
+        _, still = moved_fields(still, answer, got,
+                                lambda f, ref, value: field_difference(f, ref, value, (noise or {}).get(f.name, 0.0)))
         if not still:
             break
     if not ran:
@@ -188,8 +192,60 @@ def still_fields(seed: SeedRow, program: dict[str, str], schema, answer, rng_see
     return still, None
 
 
-def data_dependent_answer(seed: SeedRow, schema, answer, cfg, sandbox, cache, recorder):
-    """The seed's answer narrowed to the fields that move when the data move, or None (rejected)."""
+def reproducible_answer(seed: SeedRow, schema, answer, cfg, sandbox, cache, recorder):
+    """``(schema, answer, noise)``: the seed's answer without the fields that do not reproduce, and each varying
+    field's noise bar (``spread.noise_bars``), or None (rejected).
+
+    The seed program runs again as verify will run every task's reference (the same requests and salts, so
+    verify finds these runs in the cache): a field that changes its text or shape between runs, or varies
+    by more than ``verifier.max_rel_spread``, would make verify reject every task that grades it, so it is
+    dropped here and the rest of the answer stands."""
+    task_id = task_id_for(seed.seed_id, "reproduction")
+    env = sandbox.prepare(seed.distributions)
+    if not env.ready:
+        recorder.reject(seed.seed_id, "missing_dependency", f"the sandbox lacks {', '.join(env.missing)}")
+        return None
+    tree = Path(seed.tree)
+    files = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
+    # As the task rows will hold them (read as text, so a CRLF file becomes LF): verify's request, byte for byte.
+    files.update({path: (tree / path).read_text(encoding="utf-8").encode("utf-8") for path in seed.program_files})
+    request = recorded_request(RunProtocol.of(seed), seed.script, files, sandbox.timeout_s)
+    limits = (cfg.budget.max_answer_fields, cfg.budget.max_table_rows)
+
+    class Failed(Exception):
+        pass
+
+    def run(salt: str) -> dict:
+        result, hit = run_cached(cache, sandbox, env, request, salt=salt)
+        recorder.count("reference_runs_cached" if hit else "reference_runs_executed")
+        if not result.ok:
+            tail = (result.stderr.strip().splitlines() or [""])[-1]
+            raise Failed(f"a repeat of the seed run ended with {result.reason}: {tail[:300]}")
+        return answer_from_run(result, "outputs", *limits, cwd=seed.cwd, like=schema)[1]
+
+    verifier = cfg.verifier
+    try:
+        runs = reference_runs(run, answer, verifier.repeats, verifier.stochastic_repeats)
+    except Failed as exc:
+        recorder.reject(task_id, "not_executable", str(exc))
+        return None
+    if len(runs) > verifier.repeats:
+        recorder.count("stochastic_seeds")
+    spreads, failing = answer_spreads(schema, answer, runs, verifier.max_rel_spread)
+    if failing:
+        recorder.count("answer_fields_not_reproducible", len(failing))
+    kept = [f for f in schema if f.name in spreads]
+    if schema and not kept:
+        name, (why, _) = next(iter(failing.items()))
+        recorder.reject(task_id, "not_reproducible", f"no answer field reproduces between runs ({name} {why})")
+        return None
+    return kept, {f.name: answer[f.name] for f in kept}, noise_bars(spreads, verifier.spread_factor)
+
+
+def data_dependent_answer(seed: SeedRow, schema, answer, cfg, sandbox, cache, recorder,
+                          noise: dict[str, float] | None = None):
+    """The seed's answer narrowed to the fields that move when the data move (beyond their ``noise``), or None
+    (rejected)."""
     task_id = task_id_for(seed.seed_id, "reproduction")
     env = sandbox.prepare(seed.distributions)
     if not env.ready:
@@ -198,7 +254,8 @@ def data_dependent_answer(seed: SeedRow, schema, answer, cfg, sandbox, cache, re
     tree = Path(seed.tree)
     program = {path: (tree / path).read_text(encoding="utf-8") for path in seed.program_files}
     still, why = still_fields(seed, program, schema, answer, cfg.seed, cfg.tasks.data_dependence.jitter,
-                              (cfg.budget.max_answer_fields, cfg.budget.max_table_rows), sandbox, cache, env, recorder)
+                              (cfg.budget.max_answer_fields, cfg.budget.max_table_rows), sandbox, cache, env, recorder,
+                              noise=noise)
     if still is None:
         recorder.reject(task_id, why[0], f"the data dependence of the answer cannot be checked: {why[1]}")
         return None
@@ -222,8 +279,14 @@ def build_seed_tasks(seed: SeedRow, workflow, cfg, sandbox, cache, recorder: Sta
 
     budget, types = cfg.budget, cfg.tasks.types
     schema, answer = seed_answer(seed, budget.max_answer_fields, budget.max_table_rows, recorder)
+    noise: dict[str, float] = {}
+    if schema:
+        checked = reproducible_answer(seed, schema, answer, cfg, sandbox, cache, recorder)
+        if checked is None:
+            return []
+        schema, answer, noise = checked
     if schema and cfg.tasks.data_dependence.enabled:
-        narrowed = data_dependent_answer(seed, schema, answer, cfg, sandbox, cache, recorder)
+        narrowed = data_dependent_answer(seed, schema, answer, cfg, sandbox, cache, recorder, noise)
         if narrowed is None:
             return []
         schema, answer = narrowed
@@ -239,7 +302,7 @@ def build_seed_tasks(seed: SeedRow, workflow, cfg, sandbox, cache, recorder: Sta
     elif set(types) - {"reproduction"}:
         tasks_cfg = cfg.tasks.for_repository(seeds_in_repository) if seeds_in_repository else cfg.tasks
         ctx = seed_context(seed, workflow, reproduction.answer_schema, reproduction.reference_answer, sandbox, cache,
-                           recorder, tasks_cfg, cfg.seed, budget.max_answer_fields, budget.max_table_rows)
+                           recorder, tasks_cfg, cfg.seed, budget.max_answer_fields, budget.max_table_rows, noise)
         if ctx is not None:
             builders = {"subflow": build_subflows, "completion": build_completions, "correction": build_corrections}
             for kind in ("subflow", "completion", "correction"):

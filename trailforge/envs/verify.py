@@ -39,6 +39,7 @@ from ..sandbox import RunRequest, Sandbox, run_cached
 from . import statement
 from .answers import answer_from_run, parse_scalar, resolution
 from .protocol import RunProtocol, recorded_request
+from .spread import answer_spreads, numbers, reference_runs, relative
 from .statement import analysis_numbers, contains_number as _contains_number, field_needles, prose as _prose
 from .tasks import eval_script
 
@@ -64,33 +65,33 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
     if not env.ready:
         raise Rejected("missing_dependency", f"the sandbox lacks {', '.join(env.missing)}")
     program = {path: text.encode("utf-8") for path, text in task.reference_program.items()}
-    runs = []
     # The first run's printed form of each list element and table cell: a written table's text, or the
     # resolutions read from stdout (answers.extract_answer's ``precision``).
     printed: dict[str, str | list] = {}
 
-    def reference_run(index: int) -> None:
+    def reference_run(salt: str) -> dict[str, Any]:
         request = recorded_request(RunProtocol.of(task), task.entrypoint, {**workspace, **program},
                                    sandbox.timeout_s)
-        result, hit = run_cached(cache, sandbox, env, request, salt=f"reference-run-{index}")
+        result, hit = run_cached(cache, sandbox, env, request, salt=salt)
         recorder.count("reference_runs_cached" if hit else "reference_runs_executed")
         if not result.ok:
             tail = (result.stderr.strip().splitlines() or [""])[-1]
-            raise Rejected("not_executable", f"reference run {index + 1} ended with {result.reason}: {tail[:300]}")
-        precision: dict[str, list] | None = {} if index == 0 else None
-        runs.append(answer_from_run(result, task.answer_from, max_fields, max_table_rows, precision, cwd=task.cwd,
-                                    like=task.answer_schema)[1])
-        if index == 0:
+            raise Rejected("not_executable", f"reference run {salt} ended with {result.reason}: {tail[:300]}")
+        first = not printed_once
+        precision: dict[str, list] | None = {} if first else None
+        answer = answer_from_run(result, task.answer_from, max_fields, max_table_rows, precision, cwd=task.cwd,
+                                 like=task.answer_schema)[1]
+        if first:
+            printed_once.append(True)
             printed.update(precision)
             printed.update(printed_tables(task, result.files))
+        return answer
 
-    for index in range(cfg.repeats):
-        reference_run(index)
-    if any(run != task.reference_answer for run in runs):
-        # A stochastic program: more runs, so the tolerance reflects its real spread, not one draw.
+    printed_once: list[bool] = []
+    # A stochastic program gets more runs, so the tolerance reflects its real spread, not one draw.
+    runs = reference_runs(reference_run, task.reference_answer, cfg.repeats, cfg.stochastic_repeats)
+    if len(runs) > cfg.repeats:
         recorder.count("stochastic_tasks")
-        for index in range(cfg.repeats, max(cfg.repeats, cfg.stochastic_repeats)):
-            reference_run(index)
     spreads = check_reproducible(task, runs, cfg.max_rel_spread)
     tolerances = calibrate(task, spreads, cfg, element_spreads(task, runs), printed)
     expected = expected_document(task, tolerances)
@@ -184,54 +185,15 @@ def check_data_integrity(task: TaskRow) -> dict[str, bytes]:
     return files
 
 
-def _numbers(value: Any) -> list[float]:
-    if isinstance(value, bool):
-        return []
-    if isinstance(value, (int, float)):
-        return [float(value)]
-    if isinstance(value, list):
-        return [float(v) for v in value if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    if isinstance(value, dict):
-        return [float(c) for row in value.get("rows", []) for c in row if isinstance(c, (int, float))]
-    return []
-
-
-def _non_numbers(value: Any) -> Any:
-    if isinstance(value, dict):
-        return [value.get("columns"), [[c for c in row if not isinstance(c, (int, float))] for row in value["rows"]]]
-    return None if _numbers(value) or isinstance(value, list) and not value else value
-
-
 def check_reproducible(task: TaskRow, runs: list[dict[str, Any]], max_rel_spread: float) -> dict[str, float]:
-    reference = task.reference_answer
-    spreads = {}
-    for index, run in enumerate(runs):
-        missing = sorted(set(reference) - set(run))
-        if missing:
-            raise Rejected("not_reproducible", f"run {index + 1} does not report {missing[:5]}")
-    for field in task.answer_schema:
-        ref = reference[field.name]
-        worst = 0.0
-        for run in runs:
-            got = run[field.name]
-            if field.type in ("string", "boolean", "integer") and got != ref:
-                raise Rejected("not_reproducible", f"field {field.name} changed between runs")
-            if _non_numbers(got) != _non_numbers(ref):
-                raise Rejected("not_reproducible", f"field {field.name} changed between runs")
-            a, b = _numbers(got), _numbers(ref)
-            if len(a) != len(b):
-                raise Rejected("not_reproducible", f"field {field.name} changed shape between runs")
-            for x, y in zip(a, b):
-                worst = max(worst, abs(x - y) / max(abs(y), 1e-12) if x != y else 0.0)
-        if worst > max_rel_spread:
-            raise Rejected("not_reproducible", f"field {field.name} varies by {worst:.3g} between runs "
-                           f"(> verifier.max_rel_spread={max_rel_spread})", field=field.name, spread=worst)
-        spreads[field.name] = worst
+    spreads, failing = answer_spreads(task.answer_schema, task.reference_answer, runs, max_rel_spread)
+    for field in task.answer_schema:  # the first failing field in the schema's order names the reject
+        if field.name in failing:
+            why, spread = failing[field.name]
+            if spread is None:
+                raise Rejected("not_reproducible", f"field {field.name} {why}", field=field.name)
+            raise Rejected("not_reproducible", f"field {field.name} {why}", field=field.name, spread=spread)
     return spreads
-
-
-def _relative(x: float, y: float) -> float:
-    return abs(x - y) / max(abs(y), 1e-12) if x != y else 0.0
 
 
 def element_spreads(task: TaskRow, runs: list[dict[str, Any]]) -> dict[str, list]:
@@ -243,11 +205,11 @@ def element_spreads(task: TaskRow, runs: list[dict[str, Any]]) -> dict[str, list
     for field in task.answer_schema:
         ref = task.reference_answer[field.name]
         if field.type == "number_list":
-            spreads[field.name] = [max([_relative(float(run[field.name][i]), float(y)) for run in runs], default=0.0)
+            spreads[field.name] = [max([relative(float(run[field.name][i]), float(y)) for run in runs], default=0.0)
                                    for i, y in enumerate(ref)]
         elif field.type == "table":
             spreads[field.name] = [
-                [max([_relative(float(run[field.name]["rows"][r][c]), float(y)) for run in runs], default=0.0)
+                [max([relative(float(run[field.name]["rows"][r][c]), float(y)) for run in runs], default=0.0)
                  if _is_number(y) else None for c, y in enumerate(row)]
                 for r, row in enumerate(ref["rows"])]
     return spreads
@@ -381,7 +343,7 @@ def wrong_answers(task: TaskRow, tolerances: dict[str, dict[str, float]]) -> dic
     strings = [f for f in task.answer_schema if f.type == "string"]
     if strings:
         wrong["different_string"] = {**ref, strings[0].name: ref[strings[0].name] + "_x"}
-    tables = [f for f in task.answer_schema if f.type == "table" and _numbers(ref[f.name])]
+    tables = [f for f in task.answer_schema if f.type == "table" and numbers(ref[f.name])]
     if tables:
         table = copy.deepcopy(ref[tables[0].name])
         for row in table["rows"]:
@@ -610,10 +572,10 @@ def unstated_numbers(task: TaskRow, workspace: dict[str, bytes]) -> list[tuple[f
     missing = []
     for path in paths:
         try:
-            numbers = analysis_numbers(task.reference_program[path])
+            found = analysis_numbers(task.reference_program[path])
         except (SyntaxError, ValueError, RecursionError, KeyError):
             continue
-        for value, line, context in numbers:
+        for value, line, context in found:
             if path in spans and not any(first <= line <= last for first, last in spans[path]):
                 continue
             if context in task.statement:

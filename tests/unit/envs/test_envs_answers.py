@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from trailforge.envs.answers import extract_answer, parse_scalar, parse_table, resolution, slug
+from trailforge.envs.answers import extract_answer, parse_scalar, parse_table, resolution, slug, table_delimiter
 
 STDOUT = """== Results ==
 Summary:
@@ -188,6 +188,31 @@ def test_table_with_too_many_rows_is_summarised_not_dropped():
     assert "big" not in fields  # never the whole table
     assert answer["big_rows"] == 4 and answer["big_v_max"] == 3.0 and answer["big_v_min"] == 0.0
     assert len(answer["big_first_rows"]["rows"]) == 3
+
+
+def test_a_tab_separated_txt_file_is_a_table():
+    """pySeqDiff writes its per-gene results with ``to_csv(out, sep="\\t")`` to a ``.txt`` name: it was read as
+    nothing, and the program's only results were its plots."""
+    text = "gene_id\tlog2fold_change\tp_value\n" + "".join(f"g{i}\t{i * 0.25 - 1:.4f}\t{0.01 * (i + 1):.3f}\n"
+                                                          for i in range(6))
+    fields, answer, _ = _fields(files={"results.txt": text}, max_table_rows=3)
+    assert answer["results_rows"] == 6 and answer["results_log2fold_change_max"] == 0.25
+    assert fields["results_rows"].source == "file:results.txt"
+
+
+@pytest.mark.parametrize("text", [
+    "The fit converged after 12 iterations.\nResidual 0.03\n",    # prose
+    "a, b\nc\n",                                                   # a comma, but no table
+    "x\ty\n1\t2\t3\n",                                              # unequal rows
+])
+def test_a_txt_file_that_is_no_table_is_not_read_as_one(text):
+    assert table_delimiter("notes.txt", text) is None
+
+
+def test_only_plain_text_names_are_sniffed():
+    assert table_delimiter("fit.py", "a\tb\n1\t2\n") is None
+    assert table_delimiter("counts.dat", "a\tb\n1\t2\n") == "\t"
+    assert table_delimiter("x.csv", "anything") == ","
 
 
 @pytest.mark.parametrize("text", ["only,header\n", "a,a\n1,2\n", "a,b\n1,2,3\n"])
