@@ -9,6 +9,8 @@ Only tasks that give the code keep them: the Reproduction, from the data alone, 
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from conftest import build_to_tasks, run_stage
@@ -69,6 +71,10 @@ def test_only_tasks_that_give_the_code_keep_the_fields_and_they_verify(built):
     tasks = read_rows(built / "out/tasks/data", TaskRow)
     reasons = {r.reason for r in read_rejects(built / "out/tasks/rejects.parquet")}
     assert "reproduction_needs_the_code" in reasons and "no_structured_answer" not in reasons
+    # The FASTA file's residues are substituted (dependence.perturb_fasta): every GC and skew value moves.
+    assert "data_not_perturbable" not in reasons
+    counters = json.loads((built / "out/tasks/stats.json").read_text())["counters"]
+    assert counters["answer_fields_data_dependent"] == 6 and counters["answer_fields_not_data_dependent"] == 0
     assert {t.task_type for t in tasks} >= {"correction"} and "reproduction" not in {t.task_type for t in tasks}
     verified = read_rows(built / "out/verify/data", VerifiedTaskRow)
     assert any(t.task_type == "correction" for t in verified), read_rejects(built / "out/verify/rejects.parquet")

@@ -11,7 +11,10 @@ and the same notation; whole numbers of two or more digits are scaled and rounde
 while one-digit integers (flags, categories, indices), zero-padded codes, a header line and numbers
 inside words, dates, times and paths are left alone. Fields that did not move (or a program that
 failed) get further tries (``VARIANTS``): only decimal numbers scaled, then some rows dropped, then
-one-digit counts moved by one. ``.npy`` arrays of floats are scaled elementwise. Files in other formats
+one-digit counts moved by one. ``.npy`` arrays of floats are scaled elementwise. A FASTA file (sequences
+under ``>`` headers) has no numbers to scale: a fraction ``jitter / 2`` of its residues is substituted by
+other letters of its own alphabet (nucleotides or amino acids, case kept), with headers and line lengths
+as they were, so GC content, k-mer counts and alignments move. Files in other formats
 (MATLAB ``.mat``, Excel, images) cannot be edited without their library; when the program reads two or
 more of them with the same extension, the last try resamples at the level of files: their contents are
 rotated among their paths (each still a real file of the same format and schema, now the "wrong" one).
@@ -75,6 +78,38 @@ def _perturb_npy(data: bytes, rng: random.Random, jitter: float) -> bytes | None
     return out.getvalue()
 
 
+_RESIDUES = re.compile(r"[A-Za-z*-]+")
+_NUCLEOTIDES = set("ACGTUN")
+_AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
+
+
+def is_fasta(text: str) -> bool:
+    """Whether ``text`` reads as FASTA: it starts with a ``>`` header and its other lines are residues."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    body = [line for line in lines if not line.startswith((">", ";"))]
+    return bool(lines) and lines[0].startswith(">") and bool(body) and all(_RESIDUES.fullmatch(b) for b in body)
+
+
+def perturb_fasta(text: str, rng: random.Random, fraction: float) -> str:
+    """``text`` with about ``fraction`` of its residues replaced by another letter of the same alphabet."""
+    lines = text.splitlines(keepends=True)
+    letters = {c.upper() for line in lines if not line.startswith((">", ";")) for c in line.strip()}
+    alphabet = ("ACGU" if "U" in letters and "T" not in letters else "ACGT") if letters <= _NUCLEOTIDES \
+        else _AMINO_ACIDS
+    out = []
+    for line in lines:
+        if line.startswith((">", ";")):
+            out.append(line)
+            continue
+        chars = list(line)
+        for i, c in enumerate(chars):
+            if c.upper() in alphabet and rng.random() < fraction:
+                new = rng.choice([a for a in alphabet if a != c.upper()])
+                chars[i] = new if c.isupper() else new.lower()
+        out.append("".join(chars))
+    return "".join(out)
+
+
 def drop_rows(text: str, rng: random.Random, fraction: float) -> str:
     """``text`` without a random ``fraction`` of its data lines (at least one, order kept); the header,
     comment lines and files of fewer than three data lines are kept whole."""
@@ -134,7 +169,9 @@ def perturb_files(data: dict[str, bytes], seed: int, jitter: float = 0.1, intege
                 text = content.decode("utf-8")
             except UnicodeDecodeError:
                 text = None
-            if text is not None:
+            if text is not None and is_fasta(text):
+                new = perturb_fasta(text, rng, jitter / 2).encode("utf-8")
+            elif text is not None:
                 if drop:
                     text = drop_rows(text, rng, drop)
                 new = perturb_text(text, rng, jitter, integers).encode("utf-8")

@@ -253,3 +253,14 @@ def test_subflow_results_are_read_under_the_working_folder():
                                                         "result/other.json": b"3.5"})
     assert answer_from_run(run, "result_files", 24, 50, cwd="scripts")[1] == {"slope": 2.5}
     assert answer_from_run(run, "result_files", 24, 50)[1] == {"other": 3.5}
+
+
+def test_identifier_columns_of_a_large_table_are_not_aggregated():
+    """pySeqDiff's table starts with Entrez gene ids: "the mean of gene_id" was a field."""
+    text = "gene_id\tlog2fold_change\n" + "".join(f"{1000 + 7 * i}\t{i * 0.5 - 1:.2f}\n" for i in range(6))
+    _, answer, _ = _fields(files={"res.txt": text}, max_table_rows=3)
+    assert not any(name.startswith("res_gene_id") for name in answer)
+    assert answer["res_log2fold_change_mean"] == pytest.approx(0.25)
+    keyed = "year,flux\n" + "".join(f"{2000 + i},{i * 1.5:.1f}\n" for i in range(6))  # a first column of keys
+    _, answer, _ = _fields(files={"flux.csv": keyed}, max_table_rows=3)
+    assert "flux_year_mean" not in answer and "flux_flux_mean" in answer

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pandas as pd
 
-from trailforge.envs.dependence import drop_rows, moved_fields, perturb_files, perturb_text
+from trailforge.envs.dependence import drop_rows, is_fasta, moved_fields, perturb_fasta, perturb_files, perturb_text
 from trailforge.io import AnswerField
 
 CSV = "time,T_K,count,date,id\n0.25,293.15,120,2020-01-05,7\n1.50,294.20,131,2020-01-06,8\n"
@@ -105,3 +105,27 @@ def test_binary_files_of_one_format_are_rotated_among_their_paths():
     assert perturb_files({"lone.xlsx": data["lone.xlsx"]}, 1, rotate=True)[1] == []
     twins = {"a.mat": b"\x00same", "b.mat": b"\x00same"}
     assert perturb_files(twins, 1, rotate=True)[1] == [], "identical contents: rotating moves nothing"
+
+
+FASTA = ">chr1 sample 12\nATGGGCCGCATTAGCGGGCTAACG\nggcttaac\n>chr2\nTTGACCCATGGAACTTTAGCAGGT\n"
+
+
+def test_a_fasta_file_gets_substitutions_and_keeps_its_headers_and_line_lengths():
+    """Before, a FASTA file had nothing to perturb (no numbers), so a GC-content script was data_not_perturbable."""
+    out, changed = perturb_files({"genome/sample.fasta": FASTA.encode()}, seed=3, jitter=0.2)
+    assert changed == ["genome/sample.fasta"]
+    new = out["genome/sample.fasta"].decode()
+    old_lines, new_lines = FASTA.splitlines(), new.splitlines()
+    assert [l for l in new_lines if l.startswith(">")] == [">chr1 sample 12", ">chr2"]  # the 12 is not scaled
+    assert [len(l) for l in new_lines] == [len(l) for l in old_lines]
+    assert set(new.replace("\n", "")) - set(">chr12 sample") <= set("ACGTacgt")
+    assert new_lines[2].islower()  # case kept
+    substituted = sum(a != b for a, b in zip(FASTA, new))
+    assert 0 < substituted < len(FASTA) // 3
+
+
+def test_protein_fasta_stays_protein_and_other_text_is_no_fasta():
+    protein = ">sp|P69905|HBA\nMVLSPADKTNVKAAWGKVGAHAGEYGAEALERMFLSFPTTKTYFPHF\n"
+    new = perturb_fasta(protein, random.Random(1), 0.3)
+    assert new != protein and set(new.splitlines()[1]) <= set("ACDEFGHIKLMNPQRSTVWY")
+    assert is_fasta(protein) and not is_fasta("time,value\n1,2\n") and not is_fasta("> note\n1.5 2.5\n")

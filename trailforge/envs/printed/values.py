@@ -141,6 +141,21 @@ def summarise_rows(parts, desc, header: list[str], rows: list[list[str]], max_ro
     return _summary(parts, desc, header, cells, res, len(cells), None, max_rows)
 
 
+_IDENTIFIER = re.compile(r"(?:^|[_\s.-])(?:id|ids|idx|index|key|code|accession|entrez)$|^(?:id|idx|index)[_\s.-]",
+                         re.IGNORECASE)
+_CAMEL_ID = re.compile(r"[a-z]I[Dd]$")  # SampleID, geneId; not "valid" or "grid"
+
+
+def is_identifier_column(name: str, column: list[float], position: int) -> bool:
+    """Whether a numeric column names rows rather than measures them: its header says so (``gene_id``,
+    ``SampleID``, ``index``), or it is the first column and holds distinct whole numbers (a row key). The
+    mean of Entrez gene ids is no result."""
+    if _IDENTIFIER.search(str(name).strip()) or _CAMEL_ID.search(str(name).strip()):
+        return True
+    return position == 0 and len(column) > 1 and all(float(v).is_integer() for v in column) \
+        and len(set(column)) == len(column)
+
+
 def _summary(parts, desc, columns, cells, res, total, head, max_rows, lists: bool = False) -> list[Reading]:
     """Row count, aggregates of a completely printed table's numeric columns, and its first and last rows.
 
@@ -152,7 +167,8 @@ def _summary(parts, desc, columns, cells, res, total, head, max_rows, lists: boo
     size = "length" if lists else "rows"
     out = [Reading((*parts, size), "integer", total, f"{desc}, number of {'values' if lists else 'rows'}")]
     if head is None:
-        numeric = [k for k in range(len(columns)) if cells and all(isinstance(r[k], float) for r in cells)]
+        numeric = [k for k in range(len(columns)) if cells and all(isinstance(r[k], float) for r in cells)
+                   and not is_identifier_column(columns[k], [r[k] for r in cells], k)]
         for k in numeric[:MAX_SUMMARY_COLUMNS]:
             column = [r[k] for r in cells]
             col_res = [r[k] for r in res]
