@@ -345,6 +345,12 @@ def build_graph(program: Program, trace: dict[str, Any], data_files: list[str], 
                     graph.add_edge(source, unit.node_id)
             for function in sorted(unit.local_calls):
                 graph.add_edge(returns[function], unit.node_id)
+                # The arguments at the call flow into the function's body, which may plot, print or save them
+                # (``volcano_plot(results)`` in a ``main()``): without this edge nothing upstream of such a call
+                # fed an output, and a program of functions called from main had almost no Correction sites.
+                for callee in program.scopes.get(program.functions[function], []):
+                    if callee.kind not in ("FunctionDef", "AsyncFunctionDef", "ClassDef"):
+                        graph.add_edge(unit.node_id, callee.node_id)
             for method in sorted(unit.method_calls):
                 # What the method computes (its return, the state it leaves) flows into the call; the object and
                 # arguments at the call flow into the method's body, which may print or save them.

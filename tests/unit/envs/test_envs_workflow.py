@@ -268,6 +268,48 @@ def test_a_figure_that_is_only_shown_is_an_output_of_the_steps_that_draw_it():
     assert not any(graph.nodes[n]["kind"] == "output" for n in nx.descendants(graph, spare.node_id))
 
 
+
+MAIN_PROGRAM = """import numpy as np
+import matplotlib.pyplot as plt
+
+
+def normalise(counts):
+    return counts / counts.sum()
+
+
+def unused_summary(counts):
+    return counts.max()
+
+
+def volcano(values, threshold):
+    shown = -np.log10(values)
+    plt.scatter(np.arange(len(shown)), shown, c=np.where(values < threshold, "red", "black"))
+    plt.show()
+
+
+def main():
+    counts = np.loadtxt("data/counts.txt")
+    values = normalise(counts)
+    spare = unused_summary(counts)
+    volcano(values, 0.05)
+
+
+main()
+"""
+
+
+def test_what_main_passes_to_a_plotting_function_feeds_the_figure():
+    """pySeqDiff: every step returns into main(), which hands the results to volcano_plot(results). The call's
+    arguments did not flow into the function's body, so no step upstream fed an output: one Completion hole and
+    few Correction sites in a 200-line analysis."""
+    from trailforge.envs.derived import feeds_output
+
+    program = analyse_program({"de.py": MAIN_PROGRAM}, "de.py")
+    graph = build_graph(program, {"lines": {}, "values": [], "calls": []}, ["data/counts.txt"], [])
+    assert feeds_output(graph, "return:de.py:normalise")
+    assert not feeds_output(graph, "return:de.py:unused_summary")  # its value goes nowhere
+
+
 PRINTS = '''import contextlib, io, pickle, sys
 
 class Noisy:
