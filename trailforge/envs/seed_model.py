@@ -28,7 +28,7 @@ from ..llm import LLMClient, LLMError
 from ..sandbox import run_cached
 from .answers import answer_from_run, extract_answer
 from .protocol import RunProtocol, recorded_request
-from .derived import differences
+from .tasks.compare import differences
 
 
 class AnalysisJudgement(BaseModel):

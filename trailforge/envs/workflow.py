@@ -337,20 +337,25 @@ def build_graph(program: Program, trace: dict[str, Any], data_files: list[str], 
             graph.add_node(unit.node_id, kind="operation", path=path, line=unit.line, end_line=unit.end_line,
                            scope=unit.scope, statement=unit.kind, operations=operations[:8],
                            runs=runs.get((path, unit.line), 0))
+            read = []  # the variables this statement reads, by their latest binding
             for name in sorted(unit.uses):
                 source = latest.get(name)
                 if source is None and scope_line != MODULE_SCOPE:
                     source = module_latest.get((path, name))
                 if source is not None:
                     graph.add_edge(source, unit.node_id)
+                    read.append(source)
             for function in sorted(unit.local_calls):
                 graph.add_edge(returns[function], unit.node_id)
-                # The arguments at the call flow into the function's body, which may plot, print or save them
-                # (``volcano_plot(results)`` in a ``main()``): without this edge nothing upstream of such a call
-                # fed an output, and a program of functions called from main had almost no Correction sites.
+                # What the call passes flows into the function's body, which may plot, print or save it
+                # (``volcano_plot(results)`` in a ``main()``): without these edges nothing upstream of such a
+                # call fed an output. The edges start at the variables passed, not at the call itself: the
+                # call depends on the body's return, and a loop call -> body -> return -> call would make
+                # every step of the function upstream of every other.
                 for callee in program.scopes.get(program.functions[function], []):
                     if callee.kind not in ("FunctionDef", "AsyncFunctionDef", "ClassDef"):
-                        graph.add_edge(unit.node_id, callee.node_id)
+                        for source in read:
+                            graph.add_edge(source, callee.node_id)
             for method in sorted(unit.method_calls):
                 # What the method computes (its return, the state it leaves) flows into the call; the object and
                 # arguments at the call flow into the method's body, which may print or save them.

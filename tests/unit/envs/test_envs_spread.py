@@ -45,7 +45,7 @@ def test_only_varying_fields_get_a_noise_bar():
 
 
 def test_a_move_within_the_noise_bar_is_no_change():
-    from trailforge.envs.derived import differences
+    from trailforge.envs.tasks.compare import differences
 
     assert differences([MEAN], {"mean": 1.0}, {"mean": 1.01}) == {"mean": "it comes out too high"}
     assert differences([MEAN], {"mean": 1.0}, {"mean": 1.01}, noise={"mean": 0.02}) == {}

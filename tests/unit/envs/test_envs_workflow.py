@@ -229,7 +229,7 @@ if __name__ == "__main__":
 
 
 def test_methods_of_a_class_are_traced_and_feed_what_the_program_prints(tmp_path):
-    from trailforge.envs.derived import feeds_output, innermost_unit
+    from trailforge.envs.tasks.context import feeds_output, innermost_unit
 
     work = tmp_path / "work"
     (work / "data").mkdir(parents=True)
@@ -302,7 +302,7 @@ def test_what_main_passes_to_a_plotting_function_feeds_the_figure():
     """pySeqDiff: every step returns into main(), which hands the results to volcano_plot(results). The call's
     arguments did not flow into the function's body, so no step upstream fed an output: one Completion hole and
     few Correction sites in a 200-line analysis."""
-    from trailforge.envs.derived import feeds_output
+    from trailforge.envs.tasks.context import feeds_output
 
     program = analyse_program({"de.py": MAIN_PROGRAM}, "de.py")
     graph = build_graph(program, {"lines": {}, "values": [], "calls": []}, ["data/counts.txt"], [])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import ast
 
-from trailforge.envs.derived import _zero_fill
+from trailforge.envs.tasks.completion import _zero_fill
 
 
 def test_zero_fill_of_a_function_hole_returns_zero_and_keeps_the_header():
@@ -23,7 +23,7 @@ def test_block_holes_are_found_in_an_imported_module_of_the_program():
     from types import SimpleNamespace
 
     from trailforge.config.schema import TasksConfig
-    from trailforge.envs.derived import completion_holes
+    from trailforge.envs.tasks.completion import completion_holes
     from trailforge.envs.workflow import analyse_program, build_graph
 
     sources = {
@@ -43,7 +43,7 @@ def test_block_holes_are_found_in_an_imported_module_of_the_program():
 
 
 def test_slightly_moved_fields_are_those_off_the_reference_but_not_changed():
-    from trailforge.envs.derived import differences, slightly_moved
+    from trailforge.envs.tasks.compare import differences, slightly_moved
     from trailforge.io import AnswerField
 
     schema = [AnswerField(name=n, type="number", label=n, source="stdout") for n in ("slope", "rmin", "mean")]
@@ -59,7 +59,7 @@ def test_corrections_never_edit_the_lines_that_read_a_generated_parameters_file(
     from types import SimpleNamespace
 
     from trailforge.config.schema import TasksConfig
-    from trailforge.envs.derived import correction_candidates
+    from trailforge.envs.tasks.correction import correction_candidates
     from trailforge.envs.parameters import parameterize
     from trailforge.envs.workflow import analyse_program, build_graph
 
