@@ -14,9 +14,7 @@ from ..dependence import VARIANTS, moved_fields, perturb_files
 from ..parameters import seed_literals
 from ..protocol import RunProtocol, recorded_request
 from ..spread import answer_spreads, noise_bars, reference_runs
-from ..statement import (
-    literal_values,
-)
+from ..statement import literal_values
 from .compare import field_difference
 from .context import task_id_for
 

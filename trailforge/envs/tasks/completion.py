@@ -8,9 +8,7 @@ import math
 
 from ...io import TaskRow
 from ..parsing import parse_python
-from ..statement import (
-    completion_statement,
-)
+from ..statement import completion_statement
 from ..workflow import WRITE_CALLS, Unit, observations, unit_runs
 from .context import SeedContext, feeds_output, parameter_lines, round_robin, task_id_for, without_stated_fields
 

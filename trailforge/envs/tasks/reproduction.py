@@ -8,9 +8,7 @@ from pathlib import Path
 from ...io import SeedRow, StageRecorder, TaskRow
 from ..printed import LINE_SOURCE
 from ..protocol import run_note
-from ..statement import (
-    describe_data_file, reproduction_statement,
-)
+from ..statement import describe_data_file, reproduction_statement
 from .answer import seed_answer
 from .context import task_id_for, without_stated_fields, workspace_text
 

@@ -10,13 +10,13 @@ from ...io import AnswerField, TaskRow
 from ..mutations import OPERATORS, apply_mutation, find_mutations
 from ..parsing import parse_python
 from ..slicing import SliceError, slice_program
-from ..statement import (
-    subflow_statement,
-)
+from ..statement import subflow_statement
 from ..workflow import Unit
 from .answer import still_fields
 from .compare import differences, is_number
-from .context import SeedContext, allowed_operators, derived_numbers, parameter_lines, task_id_for, without_stated_fields
+from .context import (
+    SeedContext, allowed_operators, derived_numbers, parameter_lines, task_id_for, without_stated_fields,
+)
 
 
 def build_subflows(ctx: SeedContext) -> list[TaskRow]:
