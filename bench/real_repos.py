@@ -19,7 +19,7 @@ repository and overall:
 It measures and asserts nothing. The execution cache persists between runs (``--cache``), so a re-run
 repeats no program execution; delete the folder for a cold run.
 
-    python bench/real_repos.py [--recipe demo] [--overrides sandbox.environments=venv ...]
+    python bench/real_repos.py [--recipe repos] [--overrides sandbox.timeout_s=60 ...]
                                [--repos Kian158__pendulum-data-analysis ...] [--through seeds] [--json]
 
 The corpus is looked up at ``../shared/realrepos`` from the project root, or at ``$TRAILFORGE_REALREPOS``.
@@ -379,7 +379,8 @@ def print_report(report: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--recipe", default="demo", help="recipe to compose (default: demo); its source is replaced")
+    parser.add_argument("--recipe", default="repos",
+                        help="recipe to compose (default: repos, each program in its own venv); its source is replaced")
     parser.add_argument("--overrides", nargs="*", default=[], help="extra Hydra overrides, e.g. sandbox.timeout_s=60")
     parser.add_argument("--repos", nargs="*", help="folder names to run (default: every folder of the manifest)")
     parser.add_argument("--through", default="seeds", choices=STAGES, help="last stage to run (default: seeds)")

@@ -6,7 +6,7 @@ candidates (source=github).
 from pathlib import Path
 
 from trailforge.cache import ContentCache, cache_dir_from_env
-from trailforge.envs.discover import discover
+from trailforge.envs.discover import discover, folder_entries
 from trailforge.envs.github import GitHubClient, GitHubError, search_candidates
 from trailforge.io import RepoRow, StageRecorder
 from trailforge.io.stage import model_or_exit, params_or_exit, print_summary, stage_args, timed
@@ -26,7 +26,10 @@ def main() -> None:
             except GitHubError as exc:
                 raise SystemExit(f"error: GitHub search failed: {exc}") from None
         else:
-            entries = cfg.source.repos
+            listed, problems = folder_entries(cfg.source.folders, Path.cwd())
+            for item_id, reason, message in problems:
+                recorder.reject(item_id, reason, message)
+            entries = [*cfg.source.repos, *listed]
         rows = discover(entries, cfg.domain, Path.cwd(), cfg.budget.max_repos, recorder,
                         searched=cfg.source.kind == "github")
     print_summary(recorder.write(rows, RepoRow, Path(args.out)))

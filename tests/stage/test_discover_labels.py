@@ -24,6 +24,19 @@ def test_a_listed_repository_without_vocabulary_goes_on_as_unknown(project):
     assert read_rejects(project / "out/discover/rejects.parquet") == []
 
 
+def test_source_folders_make_each_clone_a_repository_after_the_listed_ones(project):
+    listed = make_repo(project / "listed" / "first-lab", PLAIN)
+    for name in ("lab-b", "lab-a"):
+        make_repo(project / "clones" / name, PLAIN)
+    write_params(project, [str(listed)], ["+source.folders=[clones,missing-clones]"])
+    run_stage(project, "discover", "--out", "out/discover")
+    rows = read_rows(project / "out/discover/data", RepoRow)
+    assert sorted((r.repo_id, r.origin) for r in rows) == [
+        ("first-lab", str(listed)), ("lab-a", "clones/lab-a"), ("lab-b", "clones/lab-b")]
+    assert [(r.item_id, r.reason) for r in read_rejects(project / "out/discover/rejects.parquet")] == [
+        ("missing-clones", "missing_source_path")]
+
+
 def test_a_search_candidate_without_vocabulary_is_filtered(project, tmp_path):
     plain = make_repo(tmp_path / "git" / "plain", PLAIN)
     for cmd in (["init", "-q", "-b", "main"], ["add", "-A"],

@@ -34,7 +34,14 @@ class LocalSourceConfig(_Strict):
     none) and goes on whatever it is; ``domain.allowed`` and ``domain.filters`` apply to search candidates only."""
 
     kind: Literal["local"] = "local"
-    repos: list[RepoEntry] = Field(min_length=1)
+    repos: list[RepoEntry] = Field(default_factory=list)
+    folders: list[str] = Field(default_factory=list, description="folders whose every subfolder is one repository "
+                               "(local clones), listed after 'repos' in name order")
+
+    def model_post_init(self, __context) -> None:
+        if not self.repos and not self.folders:
+            raise ValueError("source needs at least one repository: list some under 'repos' or a folder of "
+                             "clones under 'folders'")
 
 
 class GitHubSourceConfig(_Strict):

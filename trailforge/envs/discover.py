@@ -38,6 +38,26 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "repo"
 
 
+def folder_entries(folders: list[str], project_root: Path) -> tuple[list[RepoEntry], list[tuple[str, str, str]]]:
+    """One entry per subfolder of each folder (``source.folders``: a folder of clones), in name order.
+
+    Hidden subfolders are skipped. Returns the entries and the problems as ``(item_id, reason, message)``: a folder
+    that does not exist, or holds no subfolder, is a reject, never a silent empty source. An entry's path keeps the
+    folder as written (relative stays relative), so params and rows do not depend on where the project lives.
+    """
+    entries, problems = [], []
+    for folder in folders:
+        where = Path(folder) if Path(folder).is_absolute() else project_root / folder
+        if not where.is_dir():
+            problems.append((folder, "missing_source_path", f"source folder {folder!r} does not exist or is not a folder"))
+            continue
+        subfolders = sorted(p.name for p in where.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if not subfolders:
+            problems.append((folder, "empty_source_folder", f"source folder {folder!r} holds no repository folder"))
+        entries.extend(RepoEntry(path=f"{folder.rstrip('/')}/{name}") for name in subfolders)
+    return entries, problems
+
+
 def classify(text: str, disciplines: dict[str, list[str]]) -> dict[str, int]:
     """Count vocabulary hits per discipline (whole words, case-insensitive)."""
     lowered = text.lower()

@@ -61,7 +61,7 @@ def test_every_recipe_as_written_needs_no_model_for_dvc_repro():
     """The bundled recipes build with llm=none: what `trailforge validate recipe=NAME` checks passes for each."""
     stages = pipeline_stages(PROJECT_ROOT)
     assert {"seeds", "statements", "verify"} <= set(stages)
-    for recipe in ("demo", "tiny", "curate", "ideatrail"):
+    for recipe in ("demo", "tiny", "curate", "ideatrail", "repos"):
         assert main(["validate", f"recipe={recipe}"]) == 0, recipe
 
 

@@ -40,7 +40,22 @@ def test_every_recipe_composes_and_validates(recipe):
     cfg = validate(compose(recipe, root=ROOT))
     assert isinstance(cfg, TrailforgeConfig)
     assert cfg.recipe == recipe
-    assert cfg.source.repos, "a recipe must name at least one repository"
+    assert cfg.source.repos or cfg.source.folders, "a recipe must name at least one repository"
+
+
+def test_the_repos_recipe_runs_each_program_in_its_own_venv_over_a_folder_of_clones():
+    cfg = validate(compose("repos", root=ROOT))
+    assert (cfg.sandbox.backend, cfg.sandbox.isolation, cfg.sandbox.environments) == ("local", "auto", "venv")
+    assert cfg.source.kind == "local" and cfg.source.folders == ["../shared/realrepos"] and cfg.source.repos == []
+    # sandbox=venv is sandbox=local with one change: every other setting is local's.
+    local = compose("demo", root=ROOT)["sandbox"]
+    venv = compose("demo", ["sandbox=venv"], root=ROOT)["sandbox"]
+    assert {k for k in local if local[k] != venv[k]} == {"environments"}
+
+
+def test_a_local_source_with_no_repository_and_no_folder_is_rejected_by_key():
+    message = _error("demo", ["source.repos=[]"])
+    assert "source" in message and "'folders'" in message
 
 
 def test_compose_restores_working_directory(tmp_path, monkeypatch):

@@ -8,7 +8,7 @@ import pytest
 from conftest import PROJECT_ROOT, make_repo
 from trailforge.config import compose, validate
 from trailforge.config.schema import DomainConfig, RepoEntry
-from trailforge.envs.discover import UNKNOWN_DISCIPLINE, discover
+from trailforge.envs.discover import UNKNOWN_DISCIPLINE, discover, folder_entries
 from trailforge.io import StageRecorder
 
 # Real-looking research code whose README and file names use none of the domain's words.
@@ -100,3 +100,17 @@ def test_the_demo_repositories_keep_their_disciplines():
         "meadow-quadrats": "ecology", "pendulum-g-lab": "physics", "phage-contig-survey": "genomics",
         "upland-station-temperature": "earth_science",
     }
+
+
+def test_a_folder_of_clones_lists_each_subfolder_in_name_order_and_names_what_it_cannot_use(tmp_path):
+    clones = tmp_path / "clones"
+    for name in ("zeta-lab", "alpha-lab", ".hidden-cache"):
+        make_repo(clones / name, PLAIN)
+    (clones / "manifest.json").write_text("{}")  # a file beside the clones is not a repository
+    (tmp_path / "empty").mkdir()
+    entries, problems = folder_entries(["clones", "empty", "nowhere"], tmp_path)
+    assert [e.path for e in entries] == ["clones/alpha-lab", "clones/zeta-lab"]
+    assert problems == [
+        ("empty", "empty_source_folder", "source folder 'empty' holds no repository folder"),
+        ("nowhere", "missing_source_path", "source folder 'nowhere' does not exist or is not a folder"),
+    ]
