@@ -736,18 +736,22 @@ def _shifted(value: int) -> list[int]:
 
 
 def _find_slice_off_by_one(tree: ast.Module, source: str) -> Iterator[Mutation]:
+    # The same window cut from several arrays on one line (np.polyfit(d[0:200, 5], d[0:200, 1], 1)): shifting
+    # one bound alone only breaks the call (lengths differ); the defect a person makes moves the window itself.
+    windows: dict[tuple[int, str, int], list[tuple[int, int]]] = {}
     for node, _, _ in _visible(tree):
         if not isinstance(node, ast.Subscript):
             continue
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         for part in parts:
             if isinstance(part, ast.Slice):
-                for bound in (part.lower, part.upper):
+                for role, bound in (("lower", part.lower), ("upper", part.upper)):
                     if bound is None:
                         continue
                     start, end = _span(source, bound)
                     value = _int_value(bound)
                     if value is not None:
+                        windows.setdefault((bound.lineno, role, value), []).append((start, end))
                         for new in _shifted(value):
                             yield _mutation("slice_off_by_one", source, start, end, str(new))
                     elif not isinstance(bound, (ast.Constant, ast.JoinedStr)):  # labels are not positions
@@ -759,6 +763,17 @@ def _find_slice_off_by_one(tree: ast.Module, source: str) -> Iterator[Mutation]:
                 if value is not None:
                     for new in _shifted(value):
                         yield _mutation("slice_off_by_one", source, *_span(source, part), str(new))
+    for (_, _, value), spans in windows.items():
+        spans = sorted(set(spans))
+        if len(spans) < 2:
+            continue
+        first, last = spans[0][0], spans[-1][1]
+        for new in _shifted(value):
+            text, done = [], first
+            for start, end in spans:
+                text += [source[done:start], str(new)]
+                done = end
+            yield _mutation("slice_off_by_one", source, first, last, "".join(text) + source[done:last])
 
 
 def _find_sort_order(tree: ast.Module, source: str) -> Iterator[Mutation]:

@@ -393,3 +393,13 @@ def test_mutated_line_returns_whole_lines():
     source = "a = 1\nvalue = np.log(x) + 2  # note\nb = 2\n"
     (mutation,) = find_mutations(source, "a.py", ["log_base"])
     assert mutated_line(source, mutation) == ("value = np.log(x) + 2  # note", "value = np.log10(x) + 2  # note")
+
+
+def test_a_window_cut_from_two_arrays_on_one_line_moves_as_one():
+    """Shifting one bound of `d[0:200, 5], d[0:200, 1]` only breaks the fit (lengths differ); the window moves."""
+    source = "import numpy as np\nd = np.ones((300, 6))\nfit = np.polyfit(d[0:200, 5], d[0:200, 1], 1)\n"
+    edits = {(m.original, m.replacement) for m in find_mutations(source, "fit.py", ["slice_off_by_one"])}
+    assert ("200, 5], d[0:200", "199, 5], d[0:199") in edits
+    assert ("200, 5], d[0:200", "201, 5], d[0:201") in edits
+    assert ("0:200, 5], d[0", "1:200, 5], d[1") in edits
+    assert ("200", "199") in edits  # each bound alone is still proposed
