@@ -254,10 +254,12 @@ def _matters(node: ast.AST, value, parents: dict[int, ast.AST]) -> bool:
     if value in _TRIVIAL_NUMBERS:
         return False
     child, parent = node, parents.get(id(node))
+    bound = False  # a slice bound picks which rows enter the computation: rows[10:] drops a burn-in
     while parent is not None and not isinstance(parent, ast.stmt):
-        if isinstance(parent, ast.Slice) or (isinstance(parent, ast.Subscript) and child is parent.slice
-                                             and isinstance(child, (ast.Constant, ast.Tuple, ast.UnaryOp))):
-            return False  # x[:, 3], rows[10:]: where to look, not how to compute (a mask x[x > 2.5] is)
+        bound = bound or isinstance(parent, ast.Slice)
+        if not bound and isinstance(parent, ast.Subscript) and child is parent.slice \
+                and isinstance(child, (ast.Constant, ast.Tuple, ast.UnaryOp)):
+            return False  # x[:, 3]: where to look, not how to compute (a mask x[x > 2.5] is; so is a window 0:200)
         if isinstance(parent, ast.keyword) and parent.arg in _PRESENTATION_KEYWORDS:
             return False
         if isinstance(parent, ast.JoinedStr):
@@ -296,8 +298,8 @@ def analysis_numbers(source: str) -> list[tuple[float, int, str]]:
         while parent is not None and context is None:
             if isinstance(parent, (ast.Call, ast.Compare, ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 context = _render(parent)
-            elif isinstance(parent, ast.keyword) and fallback is None:
-                fallback = _render(parent)  # ``bins=20`` when the whole call is too long to show
+            elif isinstance(parent, (ast.keyword, ast.Subscript)) and fallback is None:
+                fallback = _render(parent)  # ``bins=20``, ``name[39:-4]`` when the whole call cannot be shown
             if isinstance(parent, ast.stmt):
                 break
             parent = parents.get(id(parent))

@@ -166,8 +166,20 @@ def test_a_seeded_bootstrap_states_its_seed_and_every_number_it_uses():
 def test_indices_and_presentation_numbers_are_not_parameters():
     from trailforge.envs.statement import analysis_numbers
 
-    source = "x = data[:, 3]\ny = x[10:20]\nplt.figure(figsize=(10, 6))\nprint(f'{x.mean():.3f}')\nz = x * 2\n"
+    source = "x = data[:, 3]\nplt.figure(figsize=(10, 6))\nprint(f'{x.mean():.3f}')\nz = x * 2\n"
     assert analysis_numbers(source) == []
+
+
+def test_a_window_of_rows_is_a_parameter_the_statement_gives():
+    """Ryn-Oliphant's Young's modulus is a fit over rows 0:200 only: no reader of the data alone can know that."""
+    from trailforge.envs.statement import analysis_numbers, parameters
+
+    source = ("fit = np.polyfit(data[0:200, 5], data[0:200, 1], 1)\ntail = x[-50:]\n"
+              "plt.title('Stress vs Strain of ' + name[39:-4])\n")
+    assert {(v, c) for v, _, c in analysis_numbers(source)} == {
+        (200, "np.polyfit(data[0:200, 5], data[0:200, 1], 1)"), (-50, "tail = x[-50:]"),
+        (39, "name[39:-4]"), (-4, "name[39:-4]")}  # the title's text is untrusted: only the cut is shown
+    assert parameters(source) == ["np.polyfit(data[0:200, 5], data[0:200, 1], 1)", "tail = x[-50:]", "name[39:-4]"]
 
 
 # --- rounding instructions match how the value was printed (issue 18) --------------------------------------
