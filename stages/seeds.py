@@ -33,7 +33,7 @@ def main() -> None:
         parameter_trees = trees if cfg.tasks.seeds.parameters else None  # seeds whose data are their constants
         found = executor.map(lambda c: run_repository(c, sandbox, cache, cfg.sandbox.timeout_s,
                                                       budget.max_seeds_per_repo, budget.seed_seconds_per_repo,
-                                                      recorder, parameter_trees),
+                                                      recorder, parameter_trees, budget.starts_per_script),
                              [c for c in by_repo if c], label="seeds", cache_hits=lambda: cache.stats.hits,
                              figures=recorder.figures)
         rows = [row for repo_rows in found for row in repo_rows]

@@ -94,9 +94,10 @@ def built(tmp_path_factory) -> dict:
     run_stage(project, "snapshot", "--repos", "out/discover", "--out", "out/snapshot")
     run_stage(project, "seeds", "--snapshots", "out/snapshot", "--out", "out/seeds")
     ids = {name: repo_id_for(RepoEntry(path=str(path))) for name, path in repos.items()}
-    seeds = {s.repo_id: s for s in read_rows(project / "out/seeds/data", SeedRow)}
+    every = read_rows(project / "out/seeds/data", SeedRow)
+    seeds = {s.repo_id: s for s in every if "@" not in s.seed_id}  # each script's first start
     rejects = [r for stage in ("snapshot", "seeds") for r in read_rejects(project / f"out/{stage}/rejects.parquet")]
-    return {"ids": ids, "seeds": seeds, "rejects": rejects}
+    return {"ids": ids, "seeds": seeds, "rejects": rejects, "every": every}
 
 
 def _seed(built, name) -> SeedRow:
@@ -134,6 +135,17 @@ def test_sys_argv_is_filled_from_the_readme_usage_line(built):
     assert seed.args == ["measurements/run2.tsv"], "the README's file, not the first data file in the tree"
     assert "points: 3 last: 6" in seed.stdout
     assert [f.path for f in seed.data_files] == ["measurements/run2.tsv"]
+
+
+def test_a_script_run_once_per_data_file_gives_a_seed_per_file(built):
+    """fit.py takes its file from sys.argv: each measurement file is another analysis of the same kind."""
+    repo_id = built["ids"]["argv-readme"]
+    runs = sorted((s.seed_id, tuple(s.args), s.stdout.strip()) for s in built["every"] if s.repo_id == repo_id)
+    assert runs == [(f"{repo_id}:fit.py", ("measurements/run2.tsv",), "points: 3 last: 6"),
+                    (f"{repo_id}:fit.py@2", ("measurements/run1.tsv",), "points: 2 last: 4")]
+    # A script whose starts differ only in flags (argparse defaults) stays one seed.
+    assert [s.seed_id for s in built["every"] if s.repo_id == built["ids"]["argparse-defaults"]] == [
+        f"{built['ids']['argparse-defaults']}:scale.py"]
 
 
 def test_plt_show_returns_and_the_script_goes_on(built):

@@ -157,6 +157,8 @@ class BudgetConfig(_Strict):
     max_llm_cost_usd: float | None = Field(None, ge=0)
     max_repos: int = Field(100, ge=1)
     max_seeds_per_repo: int = Field(10, ge=1, description="accepted seed programs per repository")
+    starts_per_script: int = Field(3, ge=1, description="seeds one script may give: a script run once per data "
+                                   "file gives one seed per start that names other data")
     seed_seconds_per_repo: float = Field(900.0, gt=0, description="run time the seeds stage may spend on one "
                                                                    "repository's candidates (recorded durations)")
     max_file_bytes: int = Field(5_000_000, ge=1)

@@ -22,11 +22,13 @@ import fnmatch
 import posixpath
 import re
 import shlex
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ..sandbox import PLOT_SCRIPT, TRACE_SCRIPT, RunRequest, runner_files
 
 MAX_PROTOCOLS = 6
+MAX_FILE_CHOICES = 4  # starts tried for a script taking one data file (see _data_arguments)
 NEEDS_ARGUMENTS = "needs_arguments"
 _DATA_SUFFIX = re.compile(r"\.(csv|tsv|txt|dat|json|xlsx?|raw|fasta|fa|fastq|gbk|gb|npy|npz|h5|hdf5|nc|parquet|"
                           r"pkl|pickle|yml|yaml|mat|fits|log|out|tab|xml)$", re.I)
@@ -319,16 +321,23 @@ def usage_lines(script: str, module: ast.Module, docs: dict[str, str], repo_file
 
 def _data_arguments(script: str, cwd: str, module: ast.Module, repo_files: set[str], count: int) -> list[list[str]]:
     """Data files of the repository to pass as ``count`` file arguments: those beside the script
-    (or below its folder) with a suffix the code mentions first. At most two choices."""
+    (or below its folder) with a suffix the code mentions first, then files of a series (a folder holding
+    several files of one suffix: the runs a script taking one file is run on, one by one), then the
+    shallowest. Two choices, or for one file argument up to ``MAX_FILE_CHOICES``: each is a start of its own
+    (the seeds stage may keep several, one per data set)."""
     own = posixpath.dirname(script)
     suffixes = {m.group(0).lower() for text in data_literals(module) for m in [_DATA_SUFFIX.search(text)] if m}
     beside = sorted(p for p in repo_files if _DATA_SUFFIX.search(p) and (not own or p.startswith(own + "/"))
                     and not p.endswith(".py"))
     if not beside:
         beside = sorted(p for p in repo_files if _DATA_SUFFIX.search(p))
-    beside.sort(key=lambda p: (posixpath.splitext(p)[1].lower() not in suffixes, p.count("/"), p))
+    series = Counter((posixpath.dirname(p), posixpath.splitext(p)[1].lower()) for p in beside)
+    beside.sort(key=lambda p: (posixpath.splitext(p)[1].lower() not in suffixes,
+                               series[(posixpath.dirname(p), posixpath.splitext(p)[1].lower())] < 2, p.count("/"), p))
     if len(beside) < count:
         return []
+    if count == 1:
+        return [[relative_to(cwd, p)] for p in beside[:MAX_FILE_CHOICES]]
     choices = [beside[:count]]
     if len(beside) > count:
         choices.append(beside[1:count + 1])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
+import os
 import platform
 import re
 import time
@@ -136,10 +137,11 @@ def _docs(snapshot: SnapshotRow) -> dict[str, str]:
 
 def run_repository(candidates: list[SeedCandidate], sandbox: Sandbox, cache: ContentCache, timeout_s: float,
                    max_seeds: int, seconds_budget: float, recorder: StageRecorder,
-                   trees: Path | None = None) -> list[SeedRow]:
+                   trees: Path | None = None, starts_per_script: int = 1) -> list[SeedRow]:
     """Try one repository's candidates in order of promise until ``max_seeds`` are accepted or the
     repository's run time (the recorded durations, so a cached re-run decides the same) is spent.
-    ``trees``: where seeds with a generated parameters file get their tree; None: no such seeds."""
+    ``trees``: where seeds with a generated parameters file get their tree; None: no such seeds.
+    ``starts_per_script``: seeds one script may give, one per start that names other data files."""
     rows, spent = [], 0.0
     for candidate in candidates:
         if len(rows) >= max_seeds:
@@ -149,10 +151,9 @@ def run_repository(candidates: list[SeedCandidate], sandbox: Sandbox, cache: Con
             recorder.reject(candidate.seed_id, "repo_time_budget",
                             f"budget.seed_seconds_per_repo={seconds_budget:g} spent ({spent:.1f} s of runs)")
             continue
-        row, seconds = run_candidate(candidate, sandbox, cache, timeout_s, recorder, trees)
+        found, seconds = run_candidate(candidate, sandbox, cache, timeout_s, recorder, trees, starts_per_script)
         spent += seconds
-        if row is not None:
-            rows.append(row)
+        rows.extend(found[:max_seeds - len(rows)])
     return rows
 
 
@@ -247,9 +248,11 @@ def dependency_ladder(candidate: SeedCandidate, installs: bool, python_version: 
 
 
 def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCache, timeout_s: float,
-                  recorder: StageRecorder, trees: Path | None = None) -> tuple[SeedRow | None, float]:
+                  recorder: StageRecorder, trees: Path | None = None,
+                  starts: int = 1) -> tuple[list[SeedRow], float]:
     """Run the candidate in each environment of its ladder, under each of its protocols, until one works;
-    (the seed or None, seconds run). Every environment tried is on the seed (``environment_attempts``)."""
+    (its seeds, seconds run): none, or one per start up to ``starts`` (see ``_run_protocols``). Every
+    environment tried is on each seed (``environment_attempts``)."""
     item = candidate.seed_id
     installs = bool(getattr(sandbox, "installs_releases", False))
     python = platform.python_version()
@@ -269,19 +272,21 @@ def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCach
             failures.append((None, ("missing_dependency", f"the sandbox lacks {', '.join(env.missing)}",
                                     {"missing": list(env.missing)})))
             continue
-        row, tried, spent = _run_protocols(candidate, env, sandbox, cache, timeout_s, recorder, trees)
+        rows, tried, spent = _run_protocols(candidate, env, sandbox, cache, timeout_s, recorder, trees, starts)
         seconds += spent
         cost["run_s"] = round(cost["run_s"] + spent, 2)
-        if row is not None:
-            cost["seeds"] += 1
+        if rows:
+            cost["seeds"] += len(rows)
             attempt["outcome"] = "ran"
-            row.distributions = list(rung.distributions)
-            if len(attempts) > 1:
-                recorder.count(f"seeds_by_{rung.name}_environment")
-            if rung.as_of is not None:  # what ran, pinned: later stages rebuild exactly this environment
-                row.distributions = [f"{name}=={version}" for name, version in sorted(env.spec["packages"].items())]
-            row.environment_attempts = attempts
-            return row, seconds
+            for row in rows:
+                row.distributions = list(rung.distributions)
+                if len(attempts) > 1:
+                    recorder.count(f"seeds_by_{rung.name}_environment")
+                if rung.as_of is not None:  # what ran, pinned: later stages rebuild exactly this environment
+                    row.distributions = [f"{name}=={version}"
+                                         for name, version in sorted(env.spec["packages"].items())]
+                row.environment_attempts = attempts
+            return rows, seconds
         attempt["outcome"] = tried[0][1][0]
         failures.extend(tried)
         if not any(_ERA_ERRORS.search(f[1][2].get("stderr_tail", "")[-600:]) for f in tried):
@@ -295,7 +300,7 @@ def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCach
         detail = {**detail, "environments": [a["rung"] + (f" as of {a['as_of']}" if a["as_of"] else "") + ": "
                                              + a["outcome"] for a in attempts]}
     recorder.reject(item, reason, message, **detail)
-    return None, seconds
+    return [], seconds
 
 
 def _ladder_figure(recorder: StageRecorder, rung: str) -> dict:
@@ -306,28 +311,47 @@ def _ladder_figure(recorder: StageRecorder, rung: str) -> dict:
 
 
 def _run_protocols(candidate: SeedCandidate, env, sandbox: Sandbox, cache: ContentCache, timeout_s: float,
-                   recorder: StageRecorder, trees: Path | None = None) -> tuple[SeedRow | None, list, float]:
+                   recorder: StageRecorder, trees: Path | None = None,
+                   starts: int = 1) -> tuple[list[SeedRow], list, float]:
     """Run the candidate in ``env`` under each of its protocols until one makes a seed;
-    (the seed or None, [(protocol, failure)], seconds run)."""
+    (its seeds, [(protocol, failure)], seconds run).
+
+    A script meant to be run once per data file (``plot.py raw/specimen-a.raw``, then ``specimen-b.raw``) is
+    one analysis of several data sets: after its first seed, the later starts whose arguments name a data file
+    no seed so far read are run too, and each that reads other data is a seed of its own, up to ``starts``
+    seeds. Its id is the script's with ``@2``, ``@3``... Starts that only change flags are not run."""
     snap = candidate.snapshot
     tree = Path(snap.tree)
     files = {f.path: (tree / f.path).read_bytes() for f in snap.files}
-    failures, seconds = [], 0.0
+    failures, seconds, rows = [], 0.0, []
     no_data_runs = []  # (index into failures, protocol, result) of clean runs that read no data: tried last
     for number, protocol in enumerate(candidate.protocols):
+        if rows and (len(rows) >= starts or not _names_unread_data(protocol, snap, rows)):
+            continue
         request = recorded_request(protocol, candidate.script, files, timeout_s, trace=())
         result, hit = run_cached(cache, sandbox, env, request)
         recorder.count("executions_cached" if hit else "executions_run")
         seconds += result.duration_s
         recorder.figures.setdefault("durations_s", {}).setdefault(candidate.seed_id, result.duration_s)
         row, failure = _seed_from_run(candidate, protocol, result, env)
+        if rows:  # a further start of a script that already made a seed: kept only when it read other data
+            read = {f.path for f in row.data_files} if row is not None else None
+            if read is not None and all(read != {f.path for f in r.data_files} for r in rows):
+                rows.append(row.model_copy(update={"seed_id": f"{candidate.seed_id}@{len(rows) + 1}"}))
+                recorder.count("seeds_by_further_start")
+            else:
+                recorder.count("further_starts_not_kept")
+            continue
         if row is not None:
             if number:
                 recorder.count("seeds_by_later_protocol")
-            return row, failures, seconds
+            rows.append(row)
+            continue
         if failure[0] == "no_data_read":
             no_data_runs.append((len(failures), protocol, result))
         failures.append((protocol, failure))
+    if rows:
+        return rows, failures, seconds
     # Only when no start of the script reads data is a start that read none worth a parameter seed: a run
     # without the README's arguments that printed a help text is not the program at work.
     for index, protocol, result in no_data_runs if trees is not None else ():
@@ -343,9 +367,21 @@ def _run_protocols(candidate: SeedCandidate, env, sandbox: Sandbox, cache: Conte
             row = row.model_copy(update={"tree": str(write_seed_tree(trees, row, {**files, **generated}))})
             if index:
                 recorder.count("seeds_by_later_protocol")
-            return row, failures, seconds
+            return [row], failures, seconds
         failures[index] = (protocol, failure)
-    return None, failures, seconds
+    return [], failures, seconds
+
+
+def _names_unread_data(protocol: RunProtocol, snap: SnapshotRow, seeds: list[SeedRow]) -> bool:
+    """Whether the start's arguments name a data file of the repository that none of ``seeds`` read."""
+    data = {f.path for f in snap.files if f.kind != "python"}
+    read = {f.path for seed in seeds for f in seed.data_files}
+    named = set()
+    for arg in protocol.args:
+        path = os.path.normpath(os.path.join(protocol.cwd, arg))
+        if path in data:
+            named.add(path)
+    return bool(named - read)
 
 
 # argparse's and click's help texts start so; a script that prints one on a bare start did not compute anything.

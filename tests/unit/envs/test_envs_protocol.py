@@ -50,6 +50,15 @@ def test_sys_argv_takes_the_readme_file_before_guessing_one():
     assert ("m/run1.tsv",) in [p.args for p in found], "data files of the tree are the fallback"
 
 
+def test_a_file_argument_is_guessed_from_a_series_of_runs_before_a_lone_text_file():
+    """Ryn-Oliphant's plot.py: one tensile test per run, the runs in raw_data/, a contributors.txt at the root."""
+    runs = {f"raw_data/test-{name}.raw" for name in ("pekk", "pps", "pps_comp", "abs", "pla")}
+    found = _protocols("plot.py", "import sys\nimport numpy as np\nd = np.loadtxt(sys.argv[1])\n",
+                       runs | {"contributors.txt", "README.md"})
+    assert [p.args for p in found] == [("raw_data/test-abs.raw",), ("raw_data/test-pekk.raw",),
+                                       ("raw_data/test-pla.raw",), ("raw_data/test-pps.raw",)]
+
+
 def test_required_arguments_nothing_supplies_make_no_protocol():
     source = "import argparse\np = argparse.ArgumentParser()\np.add_argument('PROTOCOL')\np.parse_args()\n"
     assert argument_needs(ast.parse(source)).positional == ["PROTOCOL"]
