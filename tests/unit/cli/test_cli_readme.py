@@ -27,7 +27,7 @@ RUN: dict[str, list[str]] = {
                           "vendi=", "release       not run"],
     "trailforge compose recipe=curate lineage.input.path=my_trajectories.jsonl lineage.input.fields.id=uid":
         ["from recipe 'curate'"],
-    "trailforge ls": ["recipes: curate, demo, ideatrail, tiny", "verifier:"],
+    "trailforge ls": ["recipes: curate, demo, ideatrail, repos, tiny", "verifier:"],
     "trailforge validate recipe=tiny": ["recipe 'tiny' is valid"],
     "trailforge compose recipe=tiny": ["from recipe 'tiny'", "versions.yaml"],
     "trailforge versions": ["wrote", "versions.yaml"],
