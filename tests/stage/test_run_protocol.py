@@ -74,6 +74,14 @@ REPOS = {
                       "plt.hist(periods)\nplt.show()\nprint('mean period:', sum(periods) / len(periods))\n",
         "periods.csv": "T\n2.01\n1.99\n2.03\n",
     },
+    # Summarises its plate, then needs a file the repository does not hold: the part before runs.
+    "fails-late": {
+        "README.md": "Plate reader summary.\n",
+        "summary.py": "import csv\nrows = [float(r['od']) for r in csv.DictReader(open('plate.csv'))]\n"
+                      "mean = sum(rows) / len(rows)\nprint('mean OD:', mean)\n"
+                      "with open('blanks.csv') as fh:\n    blanks = fh.read()\nprint('blank-corrected')\n",
+        "plate.csv": "od\n0.1\n0.3\n0.5\n",
+    },
     # Python 2 only: a print statement.
     "python2": {
         "README.md": "Old lab code.\n",
@@ -97,7 +105,7 @@ def built(tmp_path_factory) -> dict:
     every = read_rows(project / "out/seeds/data", SeedRow)
     seeds = {s.repo_id: s for s in every if "@" not in s.seed_id}  # each script's first start
     rejects = [r for stage in ("snapshot", "seeds") for r in read_rejects(project / f"out/{stage}/rejects.parquet")]
-    return {"ids": ids, "seeds": seeds, "rejects": rejects, "every": every}
+    return {"ids": ids, "seeds": seeds, "rejects": rejects, "every": every, "project": project}
 
 
 def _seed(built, name) -> SeedRow:
@@ -146,6 +154,15 @@ def test_a_script_run_once_per_data_file_gives_a_seed_per_file(built):
     # A script whose starts differ only in flags (argparse defaults) stays one seed.
     assert [s.seed_id for s in built["every"] if s.repo_id == built["ids"]["argparse-defaults"]] == [
         f"{built['ids']['argparse-defaults']}:scale.py"]
+
+
+def test_a_script_that_fails_late_is_a_seed_up_to_the_statement_that_failed(built):
+    seed = _seed(built, "fails-late")
+    assert seed.cut_before_line == 5
+    assert seed.stdout == "mean OD: 0.3\n"
+    assert (built["project"] / seed.tree / "summary.py").read_text().endswith("print('mean OD:', mean)\n")
+    assert [f.path for f in seed.data_files] == ["plate.csv"]
+    assert seed.environment_attempts[-1]["outcome"] == "ran up to line 5"
 
 
 def test_plt_show_returns_and_the_script_goes_on(built):

@@ -256,7 +256,7 @@ def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCach
     item = candidate.seed_id
     installs = bool(getattr(sandbox, "installs_releases", False))
     python = platform.python_version()
-    attempts, failures, seconds = [], [], 0.0
+    attempts, failures, seconds, cuttable = [], [], 0.0, []
     for rung in dependency_ladder(candidate, installs, python):
         if rung.name == "imports" and not any(a["outcome"].startswith("not_installed") for a in attempts):
             continue
@@ -276,21 +276,21 @@ def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCach
         seconds += spent
         cost["run_s"] = round(cost["run_s"] + spent, 2)
         if rows:
-            cost["seeds"] += len(rows)
-            attempt["outcome"] = "ran"
-            for row in rows:
-                row.distributions = list(rung.distributions)
-                if len(attempts) > 1:
-                    recorder.count(f"seeds_by_{rung.name}_environment")
-                if rung.as_of is not None:  # what ran, pinned: later stages rebuild exactly this environment
-                    row.distributions = [f"{name}=={version}"
-                                         for name, version in sorted(env.spec["packages"].items())]
-                row.environment_attempts = attempts
-            return rows, seconds
+            return _environment_of(rows, rung, env, attempts, cost, recorder), seconds
         attempt["outcome"] = tried[0][1][0]
         failures.extend(tried)
+        cuttable += [(f[2]["failed_at_line"], rung, env, attempt, cost, protocol) for protocol, f in tried
+                     if f[0] == "nonzero_exit" and f[2].get("failed_at_line")]
         if not any(_ERA_ERRORS.search(f[1][2].get("stderr_tail", "")[-600:]) for f in tried):
             break  # the program failed on its own terms; another era of its libraries will not help
+    # No start ran to the end: the part of the script before the top-level statement that failed may still be
+    # an analysis of the data (the tables a script writes before a removed matplotlib argument stops it).
+    for line, rung, env, attempt, cost, protocol in sorted(cuttable, key=lambda c: -c[0])[:MAX_CUTS]:
+        row, spent = _cut_seed(candidate, protocol, line, env, sandbox, cache, timeout_s, recorder, trees)
+        seconds += spent
+        if row is not None:
+            attempt["outcome"] = f"ran up to line {line}"
+            return _environment_of([row], rung, env, attempts, cost, recorder), seconds
     protocol, (reason, message, detail) = failures[0]
     if len(failures) > 1:
         message += f" (and {len(failures) - 1} other attempt(s) failed: " + "; ".join(
@@ -301,6 +301,89 @@ def run_candidate(candidate: SeedCandidate, sandbox: Sandbox, cache: ContentCach
                                              + a["outcome"] for a in attempts]}
     recorder.reject(item, reason, message, **detail)
     return [], seconds
+
+
+def _environment_of(rows: list[SeedRow], rung: Rung, env, attempts: list[dict], cost: dict,
+                    recorder: StageRecorder) -> list[SeedRow]:
+    """The seeds with the environment they ran in (pinned when it was an era's) and every one tried."""
+    cost["seeds"] += len(rows)
+    attempts[-1].setdefault("outcome", "ran")
+    for row in rows:
+        row.distributions = list(rung.distributions)
+        if len(attempts) > 1:
+            recorder.count(f"seeds_by_{rung.name}_environment")
+        if rung.as_of is not None:  # what ran, pinned: later stages rebuild exactly this environment
+            row.distributions = [f"{name}=={version}" for name, version in sorted(env.spec["packages"].items())]
+        row.environment_attempts = attempts
+    return rows
+
+
+MAX_CUTS = 2  # failed starts whose prefix is tried as a seed, latest failure first
+_MODULE_FRAME = re.compile(r'File "([^"]+)", line (\d+), in <module>')
+
+
+def failing_line(stderr: str, script: str) -> int | None:
+    """The line of ``script`` whose top-level statement was running when the program died: the outermost
+    ``<module>`` frame of the script in the traceback; None when there is none (a syntax error, a signal)."""
+    for path, line in _MODULE_FRAME.findall(stderr):
+        if path == script or path.endswith("/" + script):
+            return int(line)
+    return None
+
+
+def cut_before(source: str, line: int) -> str | None:
+    """The script up to the top-level statement that holds ``line`` (inside a ``__main__`` guard, up to the
+    guard's statement that holds it), or None when what is left runs nothing but imports and definitions."""
+    module = parse_python(source, "<script>")
+    lines = source.splitlines(keepends=True)
+    for node in module.body:
+        if not node.lineno <= line <= (node.end_lineno or node.lineno):
+            continue
+        cut = _first_line(node)
+        if isinstance(node, ast.If) and "__main__" in ast.dump(node.test):
+            inner = [n for n in node.body if n.lineno <= line <= (n.end_lineno or n.lineno)]
+            if inner and inner[0] is not node.body[0]:
+                cut = _first_line(inner[0])
+        text = "".join(lines[:cut - 1])
+        try:
+            kept = parse_python(text, "<script>")
+        except UnparseableSource:
+            return None
+        return text if is_entry_point(kept) else None
+    return None
+
+
+def _first_line(node: ast.stmt) -> int:
+    return min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+
+
+def _cut_seed(candidate: SeedCandidate, protocol: RunProtocol, line: int, env, sandbox: Sandbox,
+              cache: ContentCache, timeout_s: float, recorder: StageRecorder,
+              trees: Path | None) -> tuple[SeedRow | None, float]:
+    """A seed from the script cut before the top-level statement that failed at ``line``, run as the failed
+    start was; (the seed or None, seconds run). Its tree is its own (``trees``): the cut script and its data."""
+    snap = candidate.snapshot
+    if trees is None:
+        return None, 0.0
+    files = {f.path: (Path(snap.tree) / f.path).read_bytes() for f in snap.files}
+    try:
+        cut = cut_before(files[candidate.script].decode("utf-8"), line)
+    except (UnicodeDecodeError, UnparseableSource):
+        cut = None
+    if cut is None:
+        recorder.count("cuts_leave_nothing")
+        return None, 0.0
+    files[candidate.script] = cut.encode("utf-8")
+    result, hit = run_cached(cache, sandbox, env, recorded_request(protocol, candidate.script, files, timeout_s,
+                                                                   trace=()))
+    recorder.count("executions_cached" if hit else "executions_run")
+    row, _ = _seed_from_run(candidate, protocol, result, env, ran={candidate.script: cut})
+    if row is None:
+        recorder.count("cuts_not_a_seed")
+        return None, result.duration_s
+    recorder.count("seeds_cut_before_a_failure")
+    row = row.model_copy(update={"cut_before_line": line})
+    return row.model_copy(update={"tree": str(write_seed_tree(trees, row, files, kind="cut"))}), result.duration_s
 
 
 def _ladder_figure(recorder: StageRecorder, rung: str) -> dict:
@@ -397,9 +480,13 @@ def _seed_from_run(candidate: SeedCandidate, protocol: RunProtocol, result, env,
         reasons = {TIMEOUT: "timeout", NONZERO_EXIT: "nonzero_exit", OUTPUT_LIMIT: "output_limit"}
         stderr = portable_stderr(result.stderr)
         tail = stderr.strip().splitlines()[-1:] or [""]
+        detail = {"stderr_tail": stderr[-2000:]}
+        line = failing_line(stderr, candidate.script) if result.reason == NONZERO_EXIT else None
+        if line is not None:
+            detail["failed_at_line"] = line
         return None, (reasons.get(result.reason, result.reason),
                       f"{candidate.script} ended with {result.reason} (exit {result.exit_code}): {tail[0][:300]}",
-                      {"stderr_tail": stderr[-2000:]})
+                      detail)
     outputs = dict(result.files)
     trace = _read_trace(outputs.pop(TRACE_FILE, None))
     plots = read_plots(outputs.pop(PLOTS_FILE, None))  # what the figures showed: results, not a written file
@@ -510,14 +597,14 @@ def reproduction_problem(original, rewritten, parameters_path: str) -> str | Non
     return None
 
 
-def write_seed_tree(trees: Path, seed: SeedRow, files: dict[str, bytes]) -> Path:
-    """A tree of the seed's own under ``trees`` (``<repo>/parameters-<digest>``): its data files (the generated
-    parameters file), the rewritten entry script and the repository modules it imports, as ``files`` has them.
-    Named by its content, so a re-run writes the same folder."""
+def write_seed_tree(trees: Path, seed: SeedRow, files: dict[str, bytes], kind: str = "parameters") -> Path:
+    """A tree of the seed's own under ``trees`` (``<repo>/<kind>-<digest>``): its data files (the generated
+    parameters file), the rewritten entry script (with parameters, or cut) and the repository modules it
+    imports, as ``files`` has them. Named by its content, so a re-run writes the same folder."""
     paths = sorted({*(f.path for f in seed.data_files), *seed.program_files})
     digest = hashlib.sha256(json.dumps({p: hashlib.sha256(files[p]).hexdigest() for p in paths},
                                        sort_keys=True).encode()).hexdigest()[:12]
-    folder = trees / seed.repo_id / f"parameters-{digest}"
+    folder = trees / seed.repo_id / f"{kind}-{digest}"
     for path in paths:
         target = folder / path
         target.parent.mkdir(parents=True, exist_ok=True)

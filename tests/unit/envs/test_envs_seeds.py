@@ -23,3 +23,28 @@ def test_two_venvs_give_the_same_text_and_program_paths_are_left_alone():
     one = portable_stderr(program + frame.format("/work/main/.venv"))
     other = portable_stderr(program + frame.format("/tmp/ci-check7/.venv"))
     assert one == other and one.startswith(program)
+
+
+def test_the_failing_line_is_the_scripts_outermost_module_frame():
+    from trailforge.envs.seeds import failing_line
+
+    stderr = ('Traceback (most recent call last):\n  File "/sandbox/repo/code/run.py", line 12, in <module>\n'
+              '    main()\n  File "/sandbox/repo/code/helpers.py", line 3, in <module>\n'
+              '  File "<python>/site-packages/pandas/io.py", line 88, in read\nKeyError: 0\n')
+    assert failing_line(stderr, "code/run.py") == 12
+    assert failing_line(stderr, "run.py") == 12
+    assert failing_line("  File \"<string>\", line 1\nSyntaxError: invalid syntax\n", "code/run.py") is None
+
+
+def test_a_script_is_cut_before_the_top_level_statement_that_failed():
+    from trailforge.envs.seeds import cut_before
+
+    source = ("import csv\n\n\n@decorate\ndef f(x):\n    return x\n\n"
+              "rows = load()\nfor r in rows:\n    print(r)\n    plot(r)\n"
+              "if __name__ == '__main__':\n    total = f(rows)\n    print(total)\n    ax.set_xscale('symlog', linthreshx=1)\n")
+    assert cut_before(source, 11).endswith("rows = load()\n"), "a loop that failed is cut whole"
+    guarded = cut_before(source, 15)
+    assert guarded.endswith("    print(total)\n") and "linthreshx" not in guarded
+    assert cut_before(source, 13).endswith("    print(r)\n    plot(r)\n"), "nothing of the guard is left: cut before it"
+    assert cut_before(source, 5) is None, "only imports would be left"
+    assert cut_before(source, 8) is None, "the first statement that runs failed"
