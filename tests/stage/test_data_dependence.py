@@ -72,3 +72,33 @@ def test_grid_derived_intermediates_are_not_subflow_targets(built):
     rejects = read_rejects(built / "out/tasks/rejects.parquet")
     constant = [r.item_id for r in rejects if r.reason == "not_data_dependent"]
     assert any("subflow__npoints" in item for item in constant), constant
+
+
+PICKLED = '''import pickle
+
+with open("data/peaks.dump", "rb") as fh:
+    peaks = pickle.load(fh)
+areas = peaks["areas"]
+mean_area = sum(areas) / len(areas)
+print(f"Mean peak area: {mean_area:.4f}")
+print(f"Runs: {peaks['runs']}")
+'''
+
+
+def test_a_program_reading_a_pickle_gets_data_dependent_fields(tmp_path):
+    """Pickled inputs (a lab's ``.dump`` of fitted peaks) are perturbed inside the sandbox; before, a seed whose
+    only data were pickles was ``data_not_perturbable`` and gave no task."""
+    import pickle
+
+    from conftest import build_to_tasks
+
+    peaks = pickle.dumps({"areas": [12.5, 14.25, 9.75, 11.0, 13.5], "runs": 5}, protocol=3)
+    project, _ = build_to_tasks(tmp_path, "peak-areas", {
+        "README.md": "Mass spectrometry peak areas; analytical chemistry.\n",
+        "areas.py": PICKLED, "data/peaks.dump": peaks,
+    }, ["tasks.types=[reproduction]"])
+    tasks = read_rows(project / "out/tasks/data", TaskRow)
+    assert [f.name for f in tasks[0].answer_schema] == ["mean_peak_area"], "the run count is not a result of the data"
+    figures = stats(project / "out/tasks")["counters"]
+    assert figures["pickle_perturbations_total"] >= 1
+    assert not [r for r in read_rejects(project / "out/tasks/rejects.parquet") if r.reason == "data_not_perturbable"]

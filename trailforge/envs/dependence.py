@@ -14,7 +14,10 @@ failed) get further tries (``VARIANTS``): only decimal numbers scaled, then some
 one-digit counts moved by one. ``.npy`` arrays of floats are scaled elementwise. A FASTA file (sequences
 under ``>`` headers) has no numbers to scale: a fraction ``jitter / 2`` of its residues is substituted by
 other letters of its own alphabet (nucleotides or amino acids, case kept), with headers and line lengths
-as they were, so GC content, k-mer counts and alignments move. Files in other formats
+as they were, so GC content, k-mer counts and alignments move. Binary pickles (pandas DataFrames, numpy
+arrays, dicts of them: ``df.to_pickle``, ``pickle.dump``) are unpickled only inside the sandbox, in the
+program's own environment, by ``sandbox/pickle_perturber.py``, which scales their floats (the
+``pickles_scaled`` try); the host never loads one, since unpickling runs code the file names. Files in other formats
 (MATLAB ``.mat``, Excel, images) cannot be edited without their library; when the program reads two or
 more of them with the same extension, the last try resamples at the level of files: their contents are
 rotated among their paths (each still a real file of the same format and schema, now the "wrong" one).
@@ -130,8 +133,14 @@ VARIANTS = (
     {"name": "scaled_decimals", "integers": False, "drop": 0.0},
     {"name": "rows_dropped", "integers": False, "drop": 0.15},
     {"name": "small_counts", "integers": "all", "drop": 0.0},
+    {"name": "pickles_scaled", "integers": False, "drop": 0.0, "pickles": True},
     {"name": "files_rotated", "integers": False, "drop": 0.0, "rotate": True},
 )
+
+
+def is_pickle(content: bytes) -> bool:
+    """A binary pickle (protocol 2 to 5 start with ``\\x80`` and the protocol number), by its first bytes."""
+    return content[:1] == b"\x80" and content[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")
 
 
 def rotate_files(data: dict[str, bytes]) -> dict[str, bytes]:

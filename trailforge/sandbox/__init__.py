@@ -15,6 +15,8 @@ TRACE_FILE = ".tf_trace.json"
 PLOT_SCRIPT = ".tf_plots.py"  # trace_runner.py loads it by this name
 PLOTS_FILE = ".tf_plots.json"  # written by plot_recorder.py
 RUNNER_FILES = (TRACE_SCRIPT, PLOT_SCRIPT)
+PICKLE_PERTURBER = Path(__file__).with_name("pickle_perturber.py")
+PICKLE_PERTURBER_SCRIPT = ".tf_perturb_pickles.py"
 
 
 def runner_files(trace: bool) -> dict[str, bytes]:

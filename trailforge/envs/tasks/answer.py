@@ -8,9 +8,9 @@ from pathlib import Path
 
 
 from ...io import SeedRow, StageRecorder
-from ...sandbox import run_cached
+from ...sandbox import PICKLE_PERTURBER, PICKLE_PERTURBER_SCRIPT, RunRequest, run_cached
 from ..answers import answer_from_run, extract_answer
-from ..dependence import VARIANTS, moved_fields, perturb_files
+from ..dependence import VARIANTS, is_pickle, moved_fields, perturb_files
 from ..parameters import seed_literals
 from ..protocol import RunProtocol, recorded_request
 from ..spread import answer_spreads, noise_bars, reference_runs
@@ -71,6 +71,28 @@ def perturbed_data(seed: SeedRow, rng_seed: int, jitter: float, variant: dict) -
                          rotate=variant.get("rotate", False))
 
 
+def perturbed_pickles(seed: SeedRow, rng_seed: int, jitter: float, sandbox, cache, env,
+                      recorder: StageRecorder) -> tuple[dict, list[str]]:
+    """The seed's data files with the floats inside its binary pickles scaled, and the pickles that changed.
+
+    The pickles are loaded by ``sandbox/pickle_perturber.py`` inside the sandbox, in the program's environment
+    (unpickling runs code the file names, and a pickled DataFrame needs the pandas that wrote it); the host
+    only hands over bytes and takes the rewritten bytes back."""
+    tree = Path(seed.tree)
+    data = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
+    pickles = sorted(path for path, content in data.items() if is_pickle(content))
+    if not pickles:
+        return data, []
+    digest = hashlib.sha256(f"{rng_seed}:{seed.seed_id}:perturb:pickles".encode()).hexdigest()
+    request = RunRequest(("python", PICKLE_PERTURBER_SCRIPT, str(int(digest[:15], 16)), repr(jitter), *pickles),
+                         {**{p: data[p] for p in pickles}, PICKLE_PERTURBER_SCRIPT: PICKLE_PERTURBER.read_bytes()},
+                         timeout_s=sandbox.timeout_s)
+    result, hit = run_cached(cache, sandbox, env, request, salt="perturb-pickles")
+    recorder.count("pickle_perturbations_cached" if hit else "pickle_perturbations_run")
+    changed = [p for p in pickles if result.ok and result.files.get(p) not in (None, data[p])]
+    return {**data, **{p: result.files[p] for p in changed}}, changed
+
+
 def still_fields(seed: SeedRow, program: dict[str, str], schema, answer, rng_seed: int, jitter: float,
                  limits: tuple[int, int], sandbox, cache, env, recorder, answer_from: str = "outputs",
                  noise: dict[str, float] | None = None):
@@ -80,7 +102,10 @@ def still_fields(seed: SeedRow, program: dict[str, str], schema, answer, rng_see
 
     still, ran, problem = list(schema), False, "none of the data files can be perturbed (binary formats)"
     for variant in VARIANTS:
-        data, changed = perturbed_data(seed, rng_seed, jitter, variant)
+        if variant.get("pickles"):
+            data, changed = perturbed_pickles(seed, rng_seed, jitter, sandbox, cache, env, recorder)
+        else:
+            data, changed = perturbed_data(seed, rng_seed, jitter, variant)
         if not changed:
             continue
         request = recorded_request(RunProtocol.of(seed), seed.script,
