@@ -222,3 +222,11 @@ def test_names_are_deterministic():
     first = extract_answer(stdout, {})
     assert first == extract_answer(stdout, {})
     assert list(first[1]) == ["printed_table_1", "rmse", "printed_list_1", "printed_table_2"]
+
+
+def test_a_heading_with_digits_in_its_words_names_the_table_and_one_with_a_number_does_not():
+    frame = pd.DataFrame({"R2": [0.8947, 0.8148], "LLOD": [2.7863, 12.326]}, index=pd.Index(["MS", "HDMS"], name="Mode"))
+    fields, answer, _, _ = _extract(printed("MS1", frame, "MS2 - MS1", frame * 2, "Results for run 2", frame * 3))
+    names = sorted(answer)
+    assert names[0].startswith("ms1") and any(n.startswith("ms2_ms1") for n in names), names
+    assert any(n.startswith("printed_table_3") for n in names), "a heading holding a loose number names nothing"

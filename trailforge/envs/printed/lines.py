@@ -136,11 +136,14 @@ def _before_aside(tokens: list[tuple[str, str]], j: int) -> int:
 
 
 _LABEL_LINE = re.compile(r"^\s*(?P<label>[A-Za-z][^\n]*?)\s*[:=]\s*$")
+# A number standing on its own in a heading ("Results for run 2", "T = 300 K"): a value, not part of a name.
+# Digits glued to letters are names ("MS1", "CO2", "log10", "MS2 - MS1").
+_LOOSE_NUMBER = re.compile(rf"(?<![\w.]){_NUMBER_TEXT.pattern}(?![\w.])")
 
 
 def block_label(line: str | None) -> str | None:
     """The label a line printed just before a block gives it (``Coefficients:``), or None."""
-    if line is None or not line.strip() or is_noise(line) or _NUMBER_TEXT.search(line):
+    if line is None or not line.strip() or is_noise(line) or _LOOSE_NUMBER.search(line):
         return None
     match = _LABEL_LINE.match(line)
     if match:
