@@ -208,7 +208,7 @@ def portable_stderr(stderr: str) -> str:
 
 # A failure these name may be the libraries' era, not the program: the next rung of the ladder may fix it.
 _ERA_ERRORS = re.compile(r"\b(AttributeError|ImportError|ModuleNotFoundError|TypeError)\b|has no attribute|deprecated|"
-                         r"removed in")
+                         r"removed in|is not a valid package style")  # matplotlib 3.6 renamed the seaborn styles
 
 
 @dataclass(frozen=True)
@@ -325,8 +325,8 @@ _MODULE_FRAME = re.compile(r'File "([^"]+)", line (\d+), in <module>')
 def failing_line(stderr: str, script: str) -> int | None:
     """The line of ``script`` whose top-level statement was running when the program died: the outermost
     ``<module>`` frame of the script in the traceback; None when there is none (a syntax error, a signal)."""
-    for path, line in _MODULE_FRAME.findall(stderr):
-        if path == script or path.endswith("/" + script):
+    for path, line in _MODULE_FRAME.findall(stderr):  # a path as the program was started: relative to its cwd
+        if path == script or path.endswith("/" + script) or script.endswith("/" + path):
             return int(line)
     return None
 

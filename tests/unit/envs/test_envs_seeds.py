@@ -33,6 +33,8 @@ def test_the_failing_line_is_the_scripts_outermost_module_frame():
               '  File "<python>/site-packages/pandas/io.py", line 88, in read\nKeyError: 0\n')
     assert failing_line(stderr, "code/run.py") == 12
     assert failing_line(stderr, "run.py") == 12
+    started_in_its_folder = '  File "main.py", line 84, in <module>\n    growth_rate(t, s)\nValueError: skipna\n'
+    assert failing_line(started_in_its_folder, "tools/main.py") == 84
     assert failing_line("  File \"<string>\", line 1\nSyntaxError: invalid syntax\n", "code/run.py") is None
 
 
@@ -48,3 +50,10 @@ def test_a_script_is_cut_before_the_top_level_statement_that_failed():
     assert cut_before(source, 13).endswith("    print(r)\n    plot(r)\n"), "nothing of the guard is left: cut before it"
     assert cut_before(source, 5) is None, "only imports would be left"
     assert cut_before(source, 8) is None, "the first statement that runs failed"
+
+
+def test_a_removed_matplotlib_style_sends_the_script_to_an_older_era():
+    from trailforge.envs.seeds import _ERA_ERRORS
+
+    assert _ERA_ERRORS.search("OSError: 'seaborn-ticks' is not a valid package style, path of style file, URL")
+    assert not _ERA_ERRORS.search("FileNotFoundError: [Errno 2] No such file or directory: 'blanks.csv'")
