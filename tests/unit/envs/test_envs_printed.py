@@ -53,6 +53,19 @@ def test_dataframe_with_named_index_keeps_the_index_as_a_column():
     assert answer == {"printed_table_1": {"columns": ["site", "rmse"], "rows": [["A", 0.125], ["B", 0.25]]}}
 
 
+def test_row_numbers_left_by_filtering_or_shifting_are_not_graded():
+    frame = pd.DataFrame({"rt": [0.41, 0.52, 0.47, 0.66], "side": ["left", "right", "left", "left"]})
+    for kept in (frame.iloc[[1, 2, 3]], frame.set_axis([1, 2, 4, 8]), frame.iloc[::2]):
+        _, answer, _, _ = _extract(printed(kept))
+        assert answer["printed_table_1"]["columns"] == ["rt", "side"], kept.index
+
+
+def test_counts_indexed_by_an_unnamed_integer_key_keep_their_key():
+    series = pd.Series([7.5, 3.25, 1.5], index=[4, 1, 2])
+    _, answer, _, _ = _extract(printed(series))
+    assert answer["printed_table_1"]["rows"][0] == [4.0, 7.5]
+
+
 def test_series_print_is_a_table_of_index_and_values():
     series = pd.Series([0.5, 0.75], index=["oak", "ash"], name="cover")
     _, answer, _, _ = _extract(printed(series))
@@ -162,7 +175,8 @@ def test_truncated_series_is_summarised():
 
 def test_6000_row_printed_table_gives_bounded_summary_fields():
     rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"site": [f"S{i}" for i in range(6000)], "depth": rng.normal(10, 2, 6000).round(3),
+    # the sites are in name order, which settles which rows come first and last (values.rows_settled)
+    frame = pd.DataFrame({"site": [f"S{i:04d}" for i in range(6000)], "depth": rng.normal(10, 2, 6000).round(3),
                           "count": rng.integers(0, 50, 6000)})
     stdout = frame.to_string(index=False) + "\n"
     fields, answer, _, _ = _extract(stdout, max_fields=24, max_table_rows=50)
@@ -230,3 +244,75 @@ def test_a_heading_with_digits_in_its_words_names_the_table_and_one_with_a_numbe
     names = sorted(answer)
     assert names[0].startswith("ms1") and any(n.startswith("ms2_ms1") for n in names), names
     assert any(n.startswith("printed_table_3") for n in names), "a heading holding a loose number names nothing"
+
+
+# --- which first and last rows are results (values.rows_settled) ---------------------------------------------
+
+def _sorted_results(n_tied: int, n: int = 200) -> pd.DataFrame:
+    """A pySeqDiff-like table: genes sorted by a corrected p-value, the last ``n_tied`` of them all at 1.0."""
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"gene_id": rng.permutation(n) + 1000, "condition": "Experimental",
+                          "log2fold_change": rng.normal(0, 1, n).round(4),
+                          "p_value_corrected": np.r_[np.linspace(1e-4, 0.5, n - n_tied).round(6), np.ones(n_tied)]})
+    return frame.sort_values("p_value_corrected")
+
+
+def test_last_rows_of_a_sort_with_ties_at_the_end_are_not_graded():
+    text = _sorted_results(n_tied=80).to_csv(sep="\t", index=False)
+    fields, answer, _, _ = _extract("", {"results.txt": text}, max_table_rows=50)
+    assert answer["results_rows"] == 200 and "results_log2fold_change_mean" in answer
+    assert "results_last_rows" not in answer, "which genes tied at p = 1.0 come last depends on the sort"
+    assert answer["results_first_rows"]["rows"][0][3] == pytest.approx(1e-4), "distinct p-values settle the first"
+
+
+def test_a_tie_across_the_first_cut_drops_only_the_first_rows():
+    p = [0.01] * 7 + [0.02 * k for k in range(1, 94)]  # rows 0-6 tie: the first five are any five of them
+    frame = pd.DataFrame({"name": [f"g{k}" for k in np.random.default_rng(2).permutation(100)], "p": p})
+    _, answer, _, _ = _extract("", {"out.csv": frame.to_csv(index=False)}, max_table_rows=50)
+    assert "out_first_rows" not in answer
+    assert answer["out_last_rows"]["rows"][-1] == ["g" + frame["name"].iloc[-1][1:], pytest.approx(1.86)]
+
+
+def test_a_row_counter_does_not_settle_the_ties_of_the_key_it_numbers():
+    tied = _sorted_results(n_tied=80).reset_index(drop=True)  # written with the index: a counter 0..199
+    _, answer, _, _ = _extract("", {"results.csv": tied.to_csv()}, max_table_rows=50)
+    assert "results_last_rows" not in answer and "results_first_rows" in answer
+    days = np.arange(100)
+    cases = pd.DataFrame({"day": days, "cases": (3 * np.exp(0.2 * days) / (1 + 0.01 * np.exp(0.2 * days))).round(4)
+                          * np.exp(-0.0004 * days ** 2)})  # rises, then falls: not monotonic
+    _, answer, _, _ = _extract("", {"flu_cases.csv": cases.to_csv()}, max_table_rows=50)
+    assert answer["flu_cases_first_rows"]["rows"][0][:2] == [0.0, 0.0], "rows in day order are settled"
+    assert "flu_cases_last_rows" in answer
+
+
+def test_an_elided_print_keeps_its_end_rows_only_with_a_key_strictly_ordered_over_every_printed_row():
+    # 2000 rows: pandas prints the elision row's index as "..." only where the index is that wide
+    frame = _sorted_results(n_tied=1500, n=2000).drop(columns="condition")
+    _, answer, _, _ = _extract(printed("Results:", frame))
+    assert answer["results_rows"] == 2000
+    # the ties in the printed tail say the key has ties: the row after the fifth, which was not printed, may tie
+    assert "results_last_rows" not in answer and "results_first_rows" not in answer
+
+
+def test_a_sorted_number_list_keeps_its_end_values_whatever_order_its_ties_took():
+    values = np.sort(np.repeat([1.5, 2.5, 3.5], 20))
+    _, answer, _, _ = _extract(printed("Sorted", values))
+    assert answer["sorted_first_values"] == [1.5] * 5 and answer["sorted_last_values"] == [3.5] * 5
+
+
+@pytest.mark.parametrize("cells, cut, head, settled", [
+    ([[1.0, "a"], [2.0, "b"], [3.0, "c"]], 2, 3, True),        # a strictly ordered key
+    ([[1.0, "c"], [2.0, "a"], [2.0, "b"]], 2, 3, False),       # the key ties across the cut
+    ([[1.0, "b"], [2.0, "a"], [2.0, "c"]], 1, 3, True),        # ties beyond the cut do not matter
+    ([["x", "b"], ["y", "a"], ["z", "c"]], 2, 3, True),        # a text key in order
+    ([[3.0, "b"], [1.0, "a"], [2.0, "c"]], 1, 3, False),       # no column is in order: how it was ordered is unknown
+    ([[1.0, "NaN"], [2.0, 1.0], [3.0, 2.0]], 1, 3, True),
+    ([["1", 5.0], ["2", 5.0], ["3", 5.0]], 2, 3, True),        # a printed index label counts as its number...
+    ([["0", 1.0], ["1", 2.0], ["2", 2.0]], 2, 3, False),       # ...but a counter cannot break a tie of its key
+    ([[1.0], [2.0], [4.0], [5.0]], 2, 2, True),                # elided between rows 1 and 2: strictly ordered
+    ([[1.0], [2.0], [2.0], [5.0]], 2, 2, False),               # a tie in sight: the hidden neighbour may tie too
+])
+def test_rows_settled(cells, cut, head, settled):
+    from trailforge.envs.printed.values import rows_settled
+
+    assert rows_settled(cells, cut, head) is settled

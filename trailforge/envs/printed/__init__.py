@@ -36,9 +36,10 @@ Large outputs are summarised, never pretended complete. A table or list with mor
 fields: ``<name>_rows`` (the row count, from the footer when rows were elided), then for a completely
 printed one ``<name>_<column>_mean``, ``_min`` and ``_max`` for its first ``MAX_SUMMARY_COLUMNS`` numeric
 columns, then ``<name>_first_rows`` and ``<name>_last_rows`` (the first and last ``SELECTED_ROWS`` rows that
-were printed). Aggregates are over the printed values; their resolution is the column's coarsest
-printed resolution (min and max: that cell's). ``summarise_rows`` applies the same rule to large CSV/TSV
-files.
+were printed), each only where the order of the printed columns settles which rows are there (a sort with
+ties across the cut does not: ``values.rows_settled``). Aggregates are over the printed values; their
+resolution is the column's coarsest printed resolution (min and max: that cell's). ``summarise_rows`` applies
+the same rule to large CSV/TSV files.
 
 Precision: every number keeps its printed resolution (half a unit in the last printed place). A list or
 table field's ``resolution`` is the coarsest of its elements'; ``Reading.resolutions`` keeps each

@@ -164,7 +164,7 @@ def _series_at(lines: list[str], i: int, max_rows: int) -> _Block | None:
         return None
     index = [r[0] for r in rows]
     values = [_cell(r[1]) for r in rows]
-    range_index = index_name is None and _is_range(index, total, elided)
+    range_index = index_name is None and _is_row_numbers(index)
     if range_index and not elided and all(isinstance(v, float) for v, _ in values):
         cells, res = [v for v, _ in values], [r for _, r in values]
         block = _Block(j + 1, i + 1, "list", lambda parts, desc: _list_readings(parts, desc, cells, res, max_rows))
@@ -190,14 +190,15 @@ def _head_length(lines, start, stop) -> int:
     return count
 
 
-def _is_range(index: list[str], total: int, elided: bool) -> bool:
-    if not all(re.fullmatch(r"\d+", k) for k in index):
+def _is_row_numbers(index: list[str]) -> bool:
+    """Whether an unnamed index is pandas' row numbering: integers in increasing order, whether a fresh
+    range, a filtered one (1, 2, 4, 8), one shifted by ``index += 1`` or one left by interleaving (0, 2, 4).
+    They tell where a row sat in the program's frame, not what it is, so they are never graded; an index of
+    counts in count order (``value_counts``) is not increasing and stays."""
+    if not index or not all(re.fullmatch(r"-?\d+", k) for k in index):
         return False
     numbers = [int(k) for k in index]
-    if not elided:
-        return numbers == list(range(len(numbers)))
-    head = [n for n in numbers if n < total - len(numbers)] if numbers else []
-    return numbers == list(range(len(head))) + list(range(total - (len(numbers) - len(head)), total))
+    return all(a < b for a, b in zip(numbers, numbers[1:]))
 
 
 # whitespace tables and pandas DataFrames ------------------------------------------------------------------
@@ -358,7 +359,7 @@ def _parse_aligned(header: str, rows: list[str], footer):
     if has_index:
         columns = [index_name or "", *header_cells[1:]]
         index = [row[0] for row in body]
-        if index_name is None and _is_range(index, total, elided_at is not None):
+        if index_name is None and _is_row_numbers(index):
             columns, cells, res = columns[1:], [c[1:] for c in cells], [r[1:] for r in res]
         else:
             for row, raw in zip(cells, body):

@@ -184,10 +184,13 @@ def _summary(parts, desc, columns, cells, res, total, head, max_rows, lists: boo
     first = head if head is not None else len(cells)
     shown_first = min(SELECTED_ROWS, max_rows, first)
     shown_last = min(SELECTED_ROWS, max_rows, len(cells) - first if head is not None else len(cells))
-    for word, rows, rows_res in (("first", cells[:shown_first], res[:shown_first]),
-                                 ("last", cells[len(cells) - shown_last:], res[len(res) - shown_last:])):
+    for word, rows, rows_res, cut in (("first", cells[:shown_first], res[:shown_first], shown_first),
+                                      ("last", cells[len(cells) - shown_last:], res[len(res) - shown_last:],
+                                       len(cells) - shown_last)):
         if not rows:
             continue
+        if not lists and not rows_settled(cells, cut, first):
+            continue  # which rows end up at this end depends on how ties were broken: not a result
         label = f"{desc}, {word} {len(rows)} {'values' if lists else 'rows'} of {total}"
         if lists:
             out.append(Reading((*parts, word, "values"), "number_list", [r[0] for r in rows], label,
@@ -196,3 +199,64 @@ def _summary(parts, desc, columns, cells, res, total, head, max_rows, lists: boo
             out.append(Reading((*parts, word, "rows"), "table", {"columns": columns, "rows": rows}, label,
                                checked=checked, resolution=_coarsest(rows_res), resolutions=rows_res))
     return out
+
+
+# ---------------------------------------------------------------------------------------------------- row order
+
+# The first or last rows of a large table are a result only when every correct analysis puts the same rows
+# there. A table sorted on a column with ties (pySeqDiff sorts 39,376 genes by a corrected p-value, 17,223 of
+# them at 1.0) leaves the order within each tie to the sort algorithm, so another correct program (or pandas
+# version) puts other genes last. From the printed rows alone, the rule is: a column that is monotonic over the
+# printed rows may be the order's key, and the cut between the selected rows and the rest is settled when some
+# such key differs across it (the rows on each side are told apart by their key, whatever broke its ties).
+# Where the row just beyond the cut was elided, the key must be strictly monotonic over every printed row
+# (no tie anywhere in sight). A row counter (whole numbers in steps of one: an index after ``reset_index``)
+# is monotonic in whatever order the rows were put, so it settles the cut only when no other monotonic,
+# non-constant column ties across it (the sort key the counter was numbered after). A number list needs none
+# of this: tied values are equal, so its first and last values are the same in any order of the ties.
+
+
+def rows_settled(cells: list[list], cut: int, head: int) -> bool:
+    """Whether the rows before ``cut`` of the printed rows ``cells`` are the same rows in every order the table's
+    columns allow (the rule above). ``head`` is the number of rows printed before an elision (``len(cells)``
+    when every row was printed): rows ``head - 1`` and ``head`` are not neighbours in the table."""
+    if cut <= 0 or cut >= len(cells):
+        return True  # the whole table: nothing was cut
+    visible = cut != head  # the row on the other side of the cut was printed next to the selected rows
+    keys, ties = [], []
+    for k in range(len(cells[0])):
+        column = _ordered_values(r[k] for r in cells)
+        if column is None or not _monotonic(column, strict=False):
+            continue
+        if visible and column[cut - 1] != column[cut] or not visible and _monotonic(column, strict=True):
+            keys.append(column)
+        elif len(set(column)) > 1:
+            ties.append(column)
+    return any(not _is_counter(key, head) for key in keys) or bool(keys) and not ties
+
+
+def _ordered_values(cells) -> list | None:
+    """A column as values its order can be read on: numbers (also printed index labels such as ``"12"``), or
+    text; None for a column that mixes them (a missing value among numbers)."""
+    cells = list(cells)
+    if all(isinstance(c, float) for c in cells):
+        return cells
+    if not all(isinstance(c, str) for c in cells):
+        return None
+    numbers = [_number(c) for c in cells]
+    return [n.value for n in numbers] if all(n is not None for n in numbers) else cells
+
+
+def _monotonic(column: list, strict: bool) -> bool:
+    pairs = list(zip(column, column[1:]))
+    if strict:
+        return all(a < b for a, b in pairs) or all(a > b for a, b in pairs)
+    return all(a <= b for a, b in pairs) or all(a >= b for a, b in pairs)
+
+
+def _is_counter(column: list, head: int) -> bool:
+    """Whole numbers in steps of one, within the printed rows before and after an elision."""
+    if not all(isinstance(v, float) and v.is_integer() for v in column):
+        return False
+    steps = {b - a for part in (column[:head], column[head:]) for a, b in zip(part, part[1:])}
+    return steps in ({1.0}, {-1.0})
