@@ -735,6 +735,13 @@ def _shifted(value: int) -> list[int]:
     return [value - 1] + ([value + 1] if value <= -2 else [])
 
 
+# Literal positions where a shift by one is a recognisable slip: the first or last element, a header row
+# skipped (x[1:]), the last one dropped (x[:-1]). Any other literal (data[0:201], x[-50:], gps[6]) is a
+# window or field the author chose: a shifted one is no scientific error, and no statement can say which
+# bound is right, so only the exact original would pass. So is a column of a 2-D index (d[:, 1], d[0:200, 0]).
+_IDIOMATIC_POSITIONS = {0, 1, -1}
+
+
 def _find_slice_off_by_one(tree: ast.Module, source: str) -> Iterator[Mutation]:
     # The same window cut from several arrays on one line (np.polyfit(d[0:200, 5], d[0:200, 1], 1)): shifting
     # one bound alone only breaks the call (lengths differ); the defect a person makes moves the window itself.
@@ -743,7 +750,7 @@ def _find_slice_off_by_one(tree: ast.Module, source: str) -> Iterator[Mutation]:
         if not isinstance(node, ast.Subscript):
             continue
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-        for part in parts:
+        for axis, part in enumerate(parts):
             if isinstance(part, ast.Slice):
                 for role, bound in (("lower", part.lower), ("upper", part.upper)):
                     if bound is None:
@@ -751,6 +758,8 @@ def _find_slice_off_by_one(tree: ast.Module, source: str) -> Iterator[Mutation]:
                     start, end = _span(source, bound)
                     value = _int_value(bound)
                     if value is not None:
+                        if value not in _IDIOMATIC_POSITIONS:
+                            continue
                         windows.setdefault((bound.lineno, role, value), []).append((start, end))
                         for new in _shifted(value):
                             yield _mutation("slice_off_by_one", source, start, end, str(new))
@@ -760,7 +769,7 @@ def _find_slice_off_by_one(tree: ast.Module, source: str) -> Iterator[Mutation]:
                             yield _mutation("slice_off_by_one", source, start, end, text + delta)
             else:
                 value = _int_value(part)
-                if value is not None:
+                if value in _IDIOMATIC_POSITIONS and axis == 0:
                     for new in _shifted(value):
                         yield _mutation("slice_off_by_one", source, *_span(source, part), str(new))
     for (_, _, value), spans in windows.items():

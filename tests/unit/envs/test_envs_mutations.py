@@ -75,7 +75,9 @@ POSITIVE = [
     ("slice_off_by_one", "body = a[:-1]\n", ["body = a[:-2]\n"]),
     ("slice_off_by_one", "first = a[0]\n", ["first = a[1]\n"]),
     ("slice_off_by_one", "last = a[-1]\n", ["last = a[-2]\n"]),
-    ("slice_off_by_one", "col = arr[:, 0]\n", ["col = arr[:, 1]\n"]),
+    ("slice_off_by_one", "row = arr[0, :]\n", ["row = arr[1, :]\n"]),
+    ("slice_off_by_one", "fit = d[0:200]\n", ["fit = d[1:200]\n"]),  # from the start: yes; the chosen end: no
+    ("slice_off_by_one", "head = a[:len(a) - 5]\n", ["head = a[:len(a) - 5 - 1]\n", "head = a[:len(a) - 5 + 1]\n"]),
     ("slice_off_by_one", "b = a[:i if c else j]\n", ["b = a[:(i if c else j) - 1]\n", "b = a[:(i if c else j) + 1]\n"]),
     # sort_order
     ("sort_order", 's = df.sort_values("v", ascending=True)\n', ['s = df.sort_values("v", ascending=False)\n']),
@@ -163,7 +165,10 @@ NEGATIVE = [
                  "y = np.exp(x)\n"),
     ("mean_median_sum", 'm = sum(values)\nm = df["mean"]\nm = x.total()\nm = math.fsum(x)\nm = x.agg("max")\n'),
     ("comparison_boundary", "a == b\na != b\na in b\na is not b\n"),
-    ("slice_off_by_one", 'v = d["key"]\nv = a[i]\nv = df.loc["a":"b"]\nv = a[::2]\n'),
+    ("slice_off_by_one", 'v = d["key"]\nv = a[i]\nv = df.loc["a":"b"]\nv = a[::2]\n'
+                         # windows, fields and columns the author chose: no statement can say which is right
+                         "v = data[10:201]\nv = x[-50:]\nv = x[:-3]\nv = gps[6]\nv = d[:, 1]\nv = d[:, -1]\n"
+                         "v = d[10:200, 0]\n"),
     ("sort_order", "xs.sort()\ns = sorted(xs, reverse=flag)\ns = df.sort_values('v', **opts)\n"
                    "s = df.sort_values('v', ascending=order)\n"),
     ("argmax_argmin", "i = math.floor(x)\nx = np.clip(x, 0, 1)\nm = x.mode()\nm = x.maxsize\n"),
@@ -399,7 +404,18 @@ def test_a_window_cut_from_two_arrays_on_one_line_moves_as_one():
     """Shifting one bound of `d[0:200, 5], d[0:200, 1]` only breaks the fit (lengths differ); the window moves."""
     source = "import numpy as np\nd = np.ones((300, 6))\nfit = np.polyfit(d[0:200, 5], d[0:200, 1], 1)\n"
     edits = {(m.original, m.replacement) for m in find_mutations(source, "fit.py", ["slice_off_by_one"])}
-    assert ("200, 5], d[0:200", "199, 5], d[0:199") in edits
-    assert ("200, 5], d[0:200", "201, 5], d[0:201") in edits
     assert ("0:200, 5], d[0", "1:200, 5], d[1") in edits
-    assert ("200", "199") in edits  # each bound alone is still proposed
+    assert ("0", "1") in edits  # each bound alone is still proposed
+
+
+def test_a_chosen_window_end_or_column_is_never_shifted():
+    """Ryn-Oliphant's fit window `data[0:200, 5]` vs `data[0:200, 1]`: 199, 201 or column 0/2 are not errors a
+    statement could point to; only the exact original would pass such a Correction."""
+    source = ("import numpy as np\ndata = np.ones((300, 6))\n"
+              "lin_fit = np.polyfit(data[0:200,5],data[0:200,1],1)\nplot = data[:,5], data[:,1]\n")
+    mutants = [apply_mutation(source, m) for m in find_mutations(source, "plot.py", ["slice_off_by_one"])]
+    assert mutants, "the window start 0 is still a recognisable slip"
+    for mutant in mutants:
+        assert "0:200" in mutant or "1:200" in mutant  # the end bound 200 never moves
+        assert mutant.count("0:200,1]") + mutant.count("1:200,1]") == 1 and "data[:,1]" in mutant
+    assert not any("201" in m or "199" in m for m in mutants)
