@@ -226,6 +226,11 @@ def extract_answer(stdout: str, files: dict[str, str | None], max_fields: int = 
         if parsed is None:
             continue
         kind, value, decimals = parsed
+        if kind == "string" and not measured and len(value.split()) > 1 and re.search(r"\d", value):
+            # "Hit count for condition = long adjusted to 19": the rest of a sentence after an "=", words
+            # and numbers the print's format joined, is no result; grading it grades the wording.
+            out.skipped["sentence_fragment"] += 1
+            continue
         label = match.group("label").strip()
         unit = (match.group("unit") or "").strip() or None
         if measured and kind == "string":  # "Mean depth: 3.25 m": the number, and the word is its unit
@@ -386,3 +391,67 @@ def _table_rows(text: str, delimiter: str) -> list[list[str]] | None:
     if len(set(header)) != len(header) or any(len(r) != len(header) for r in rows[1:]):
         return None
     return [header, *rows[1:]]
+
+
+# ---------------------------------------------------------------------------------------------------- missing values
+
+# The eval grades missing values as one class (``templates/eval.py``, standalone, so it keeps its own copy; a test
+# keeps the two equal): where a number belongs, the text a program prints for a missing one stands for it.
+MISSING_TEXTS = frozenset({"", "nan", "na", "<na>", "nat", "none", "null"})
+
+
+def is_missing(value: Any, numeric: bool = True) -> bool:
+    """Null or NaN anywhere; one of ``MISSING_TEXTS`` only where a number belongs (``numeric``)."""
+    if value is None or isinstance(value, float) and math.isnan(value):
+        return True
+    return numeric and isinstance(value, str) and value.strip().lower() in MISSING_TEXTS
+
+
+def _is_finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def numeric_columns(rows: list[list]) -> list[bool]:
+    """Per column: every cell a number or a missing value, one at least a number (the eval's rule)."""
+    width = max((len(row) for row in rows), default=0)
+    cells = [[row[c] for row in rows if c < len(row)] for c in range(width)]
+    return [any(_is_finite_number(v) for v in column) and all(_is_finite_number(v) or is_missing(v) for v in column)
+            for column in cells]
+
+
+def missing_places(field_type: str, value: Any) -> list[tuple[int, ...]]:
+    """Where a reference value is missing as the eval grades it: ``()`` for a number field, ``(i,)`` in a
+    number list, ``(row, column)`` in a table (a column that holds numbers elsewhere, or a null/NaN cell)."""
+    if field_type == "number":
+        return [()] if is_missing(value) else []
+    if field_type == "number_list" and isinstance(value, list):
+        return [(i,) for i, v in enumerate(value) if is_missing(v)]
+    if field_type == "table" and isinstance(value, dict) and isinstance(value.get("rows"), list):
+        numeric = numeric_columns(value["rows"])
+        return [(r, c) for r, row in enumerate(value["rows"]) for c, v in enumerate(row) if is_missing(v, numeric[c])]
+    return []
+
+
+def with_missing_as(field_type: str, value: Any, replacement: Any) -> Any:
+    """``value`` with each of its missing places (``missing_places``) written as ``replacement``."""
+    places = missing_places(field_type, value)
+    if places == [()]:
+        return replacement
+    if field_type == "number_list":
+        return [replacement if (i,) in places else v for i, v in enumerate(value)]
+    if field_type == "table":
+        rows = [list(row) for row in value["rows"]]
+        for r, c in places:
+            rows[r][c] = replacement
+        return {**value, "rows": rows}
+    return value
+
+
+def missing_value_answers(schema: list[AnswerField], answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Answers that write the reference's missing values as JSON null, and as NaN (what ``json.dump`` writes for
+    a float NaN, and ``json.load`` reads), by name; none when the answer has no missing value."""
+    fields = [f for f in schema if missing_places(f.type, answer[f.name])]
+    if not fields:
+        return {}
+    return {name: {**answer, **{f.name: with_missing_as(f.type, answer[f.name], written) for f in fields}}
+            for name, written in (("missing_values_as_null", None), ("missing_values_as_nan", float("nan")))}

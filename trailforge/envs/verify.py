@@ -37,7 +37,7 @@ from ..config.schema import VerifierConfig
 from ..io import StageRecorder, TaskRow, VerifiedTaskRow
 from ..sandbox import RunRequest, Sandbox, run_cached
 from . import statement
-from .answers import answer_from_run, parse_scalar, resolution
+from .answers import answer_from_run, missing_value_answers, parse_scalar, resolution
 from .protocol import RunProtocol, recorded_request
 from .spread import answer_spreads, numbers, reference_runs, relative
 from .statement import analysis_numbers, contains_number as _contains_number, field_needles, prose as _prose
@@ -450,6 +450,7 @@ def allowed_answers(task: TaskRow, tolerances: dict[str, dict[str, Any]]) -> dic
     lists = {f.name: [float(v) for v in ref[f.name]] for f in task.answer_schema if f.type == "number_list"}
     if lists:
         allowed["lists_as_floats"] = {**ref, **lists}
+    allowed.update(missing_value_answers(task.answer_schema, ref))  # null and NaN for each missing value
     reordered = {}
     for name in reversed(list(ref)):
         value = ref[name]

@@ -242,6 +242,13 @@ def test_category_values_that_start_with_a_digit_stay_strings():
     assert answer == {"site": "3A", "best_model": "ridge"}
 
 
+def test_the_rest_of_a_sentence_after_an_equals_sign_is_not_a_string_field():
+    """A real script printed "Hit count for condition = long adjusted to 19": the field graded the wording
+    of the print's format, not a result; a one-word category after the sign still is one."""
+    schema, answer, _ = extract_answer("Hit count for condition = long adjusted to 19\nbest model = ridge\n", {})
+    assert answer == {"best_model": "ridge"}
+
+
 def test_subflow_results_are_read_under_the_working_folder():
     """A script run from its own folder saves result/x.json there: the run's paths are relative to the
     scratch root (scripts/result/x.json), which every Subflow of such a script missed (slice_no_result)."""
@@ -264,3 +271,59 @@ def test_identifier_columns_of_a_large_table_are_not_aggregated():
     keyed = "year,flux\n" + "".join(f"{2000 + i},{i * 1.5:.1f}\n" for i in range(6))  # a first column of keys
     _, answer, _ = _fields(files={"flux.csv": keyed}, max_table_rows=3)
     assert "flux_year_mean" not in answer and "flux_flux_mean" in answer
+
+
+# --- missing values, as the eval grades them -----------------------------------------------------------------
+
+def _eval_template():
+    import importlib.util
+    from pathlib import Path
+
+    import trailforge.envs
+
+    spec = importlib.util.spec_from_file_location(
+        "tf_eval_for_answers_tests", Path(trailforge.envs.__file__).parent / "templates" / "eval.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_missing_value_rule_is_the_eval_s():
+    from trailforge.envs.answers import MISSING_TEXTS
+
+    assert MISSING_TEXTS == _eval_template().MISSING_TEXTS
+
+
+def test_missing_places_are_cells_of_number_columns_only():
+    from trailforge.envs.answers import missing_places
+
+    table = {"columns": ["mode", "llod", "note", "all_nan"],
+             "rows": [["MS", 2.5, "None", "NaN"], ["TofMRM", "NaN", "ok", "NaN"], ["None", None, "x", "NaN"]]}
+    # "None" in the text columns is a word; a null is missing anywhere; a column of only "NaN" holds no number
+    assert missing_places("table", table) == [(1, 1), (2, 1)]
+    assert missing_places("number_list", [1.0, float("nan"), "NaN"]) == [(1,), (2,)]
+    assert missing_places("number", None) == [()] and missing_places("number", 2.0) == []
+    assert missing_places("string", "None") == []
+
+
+def test_missing_value_answers_write_each_missing_cell_as_null_and_as_nan_and_the_eval_accepts_both():
+    import math
+
+    from trailforge.envs.answers import missing_value_answers
+    from trailforge.io import AnswerField
+
+    table = {"columns": ["mode", "r2", "llod"], "rows": [["MS", 0.89, 2.78], ["TofMRM", 0.19, "NaN"]]}
+    schema = [AnswerField(name="ms1", type="table", label="table printed after MS1", source="stdout"),
+              AnswerField(name="mode", type="string", label="Mode", source="stdout")]
+    answer = {"ms1": table, "mode": "None"}
+    controls = missing_value_answers(schema, answer)
+    assert set(controls) == {"missing_values_as_null", "missing_values_as_nan"}
+    assert controls["missing_values_as_null"]["ms1"]["rows"][1] == ["TofMRM", 0.19, None]
+    assert math.isnan(controls["missing_values_as_nan"]["ms1"]["rows"][1][2])
+    assert controls["missing_values_as_null"]["mode"] == "None" and table["rows"][1][2] == "NaN", "nothing else changes"
+    expected = {"fields": [{"name": "ms1", "type": "table", "value": table, "rtol": 1e-6, "atol": 1e-9},
+                           {"name": "mode", "type": "string", "value": "None"}]}
+    grade = _eval_template().grade
+    for name, control in controls.items():
+        assert grade(json.loads(json.dumps(control)), expected)["passed"], name
+    assert missing_value_answers(schema, {"ms1": {**table, "rows": table["rows"][:1]}, "mode": "None"}) == {}

@@ -220,3 +220,68 @@ def test_integer_for_whole_float_and_any_key_order_pass(tmp_path):
           '"total": 3}' % json.dumps(TABLE)
     code, report = grade(tmp_path, None, expected, raw=raw)
     assert code == 0, report
+
+
+# --- missing values: one class ------------------------------------------------------------------------------
+
+# As the ThalassinosLab reference reads a printed DataFrame: the text "NaN" in columns that hold numbers elsewhere.
+MS1 = {"columns": ["Mode", "R2", "LLOD"], "rows": [["MS", 0.894716, 2.786265], ["TofMRM", 0.193697, "NaN"]]}
+MS1_EXPECTED = {"task_id": "t2", "fields": [{"name": "ms1", "type": "table", "value": MS1, "rtol": 1e-6,
+                                             "atol": 5.05e-7}]}
+
+
+def _ms1(missing_raw: str) -> str:
+    return '{"ms1": {"columns": ["Mode", "R2", "LLOD"], "rows": [["MS", 0.894716, 2.786265], ' \
+           '["TofMRM", 0.193697, %s]]}}' % missing_raw
+
+
+@pytest.mark.parametrize("missing_raw", ["null", "NaN", '"nan"', '"NaN"', '"<NA>"', '"None"', '"null"', '"NA"',
+                                         '" NaT "', '""'])
+def test_a_missing_table_cell_is_matched_by_any_missing_value(tmp_path, missing_raw):
+    code, report = grade(tmp_path, None, MS1_EXPECTED, raw=_ms1(missing_raw))
+    assert code == 0, (missing_raw, report)
+
+
+@pytest.mark.parametrize("missing_raw", ["0", "0.0", '"0"', '"missing value"', "Infinity"])
+def test_a_number_or_other_text_never_matches_a_missing_cell(tmp_path, missing_raw):
+    code, _ = grade(tmp_path, None, MS1_EXPECTED, raw=_ms1(missing_raw))
+    assert code == 1, missing_raw
+
+
+@pytest.mark.parametrize("missing_raw", ["null", "NaN", '"NaN"'])
+def test_a_missing_value_never_matches_a_number(tmp_path, missing_raw):
+    raw = '{"ms1": {"columns": ["Mode", "R2", "LLOD"], "rows": [["MS", %s, 2.786265], ' \
+          '["TofMRM", 0.193697, "NaN"]]}}' % missing_raw
+    code, _ = grade(tmp_path, None, MS1_EXPECTED, raw=raw)
+    assert code == 1, missing_raw
+
+
+def test_missing_cells_match_when_the_rows_are_reordered(tmp_path):
+    raw = '{"ms1": {"columns": ["LLOD", "R2", "Mode"], "rows": [[null, 0.193697, "TofMRM"], ' \
+          '[2.786265, 0.894716, "MS"]]}}'
+    code, report = grade(tmp_path, None, MS1_EXPECTED, raw=raw)
+    assert code == 0, report
+
+
+def test_the_word_none_in_a_text_field_or_column_is_text(tmp_path):
+    table = {"columns": ["method", "score"], "rows": [["None", 0.5], ["lasso", 0.7]]}
+    expected = {"task_id": "t3", "fields": [
+        {"name": "correction", "type": "string", "value": "None", "rtol": 0.0, "atol": 0.0},
+        {"name": "scores", "type": "table", "value": table, "rtol": 1e-6, "atol": 1e-9},
+    ]}
+    assert grade(tmp_path, {"correction": "None", "scores": table}, expected)[0] == 0
+    code, report = grade(tmp_path, {"correction": None, "scores": table}, expected)
+    assert report["fields"]["correction"] == "mismatch"
+    code, report = grade(tmp_path, {"correction": "None",
+                                    "scores": {**table, "rows": [["nan", 0.5], ["lasso", 0.7]]}}, expected)
+    assert report["fields"]["scores"] == "mismatch", "a text column's 'None' is not a missing number"
+
+
+def test_a_missing_number_or_list_element_is_matched_by_any_missing_value(tmp_path):
+    expected = {"task_id": "t4", "fields": [
+        {"name": "slope", "type": "number", "value": None, "rtol": 1e-6, "atol": 1e-9},
+        {"name": "series", "type": "number_list", "value": [1.0, "NaN"], "rtol": 1e-6, "atol": 1e-9},
+    ]}
+    assert grade(tmp_path, None, expected, raw='{"slope": NaN, "series": [1.0, null]}')[0] == 0
+    assert grade(tmp_path, None, expected, raw='{"slope": 0.0, "series": [1.0, null]}')[0] == 1
+    assert grade(tmp_path, None, expected, raw='{"slope": null, "series": [1.0, 0.0]}')[0] == 1

@@ -550,3 +550,21 @@ def test_a_field_the_statement_leaves_unclaimed_is_not_checked_either_way():
     claimed = task.model_copy(update={"construction": {"changed_fields": ["slope"]}})
     with pytest.raises(Rejected):  # without the mark, "already correct" is checked and is false
         check_symptoms(claimed, expected, {"slope": 2.5, "resid_min": -10.4531999})
+
+
+def test_missing_values_written_as_null_or_nan_are_positive_controls_the_eval_accepts(tmp_path):
+    """ThalassinosLab's tables hold the text "NaN" a DataFrame print shows; an agent's ``json.dump`` writes NaN
+    or null. Both are answers the statement allows, so verify proves the eval file accepts them."""
+    table = {"columns": ["Mode", "R2", "LLOD"], "rows": [["MS", 0.894716, 2.786265], ["TofMRM", 0.193697, "NaN"]]}
+    field = AnswerField(name="ms1", type="table", label="table printed after MS1", source="stdout",
+                        resolution=5e-7)
+    task = make_task(schema=[field], reference={"ms1": table})
+    tol = calibrate(task, {}, VerifierConfig(), element_spreads(task, [task.reference_answer]))
+    allowed = allowed_answers(task, tol)
+    assert {"missing_values_as_null", "missing_values_as_nan"} <= set(allowed)
+    raw = answer_bytes(allowed["missing_values_as_nan"], keep_order=True)
+    assert b"NaN]" in raw and b'"NaN"' not in raw
+    expected = expected_document(task, tol)
+    for name in ("missing_values_as_null", "missing_values_as_nan"):
+        assert _eval_exit(tmp_path, expected, answer_bytes(allowed[name], keep_order=True)) == 0, name
+    assert "missing_values_as_null" not in allowed_answers(make_task(), calibrate(make_task(), {}, VerifierConfig()))

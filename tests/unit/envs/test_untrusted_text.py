@@ -114,7 +114,7 @@ def test_path_with_backtick_or_newline_stays_inside_its_code_span(path):
 def test_input_file_headers_that_are_not_plain_names_are_counted_not_shown():
     data = f"site,{INJECTION},count\n1,2,3\n".encode()
     line = describe_data_file(FileEntry(path="data/s.csv", sha256="0", size=len(data), kind="data"), data)
-    assert line == "`data/s.csv` (table, 1 rows; columns: site, count; 1 not shown)"
+    assert line == "`data/s.csv` (table, 1 rows; 3 columns: site, count; 1 not shown)"
 
 
 def test_reproduction_task_counts_refused_labels_and_keeps_them_out_of_its_statement(tmp_path):

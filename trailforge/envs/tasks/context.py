@@ -21,7 +21,7 @@ from ...sandbox import Sandbox, run_cached
 from ..answers import answer_from_run
 from ..parameters import generated_lines, seed_literals
 from ..protocol import RunProtocol, recorded_request, run_note
-from ..statement import describe_data_file, stated_fields
+from ..statement import describe_data_file, literal_values, stated_fields
 from ..workflow import MODULE_SCOPE, Program, Unit, analyse_program, graph_from_json, observations
 from .compare import differences
 
@@ -185,7 +185,8 @@ def seed_context(seed: SeedRow, workflow: WorkflowRow, schema, answer, sandbox, 
         recorder.reject(seed.seed_id, "missing_dependency", f"the sandbox lacks {', '.join(env.missing)}")
         return None
     data = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
-    data_lines = [describe_data_file(f, data[f.path], parameters=f.path == seed.parameters_file)
+    used = set().union(*map(literal_values, sources.values()))  # columns the analysis names are listed first
+    data_lines = [describe_data_file(f, data[f.path], parameters=f.path == seed.parameters_file, used=used)
                   for f in seed.data_files]
     return SeedContext(
         seed=seed, workflow=workflow, program=analyse_program(sources, seed.script), sources=sources,

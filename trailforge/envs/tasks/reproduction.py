@@ -8,7 +8,8 @@ from pathlib import Path
 from ...io import SeedRow, StageRecorder, TaskRow
 from ..printed import LINE_SOURCE
 from ..protocol import run_note
-from ..statement import describe_data_file, reproduction_statement
+from ..outline import MAX_STEPS, program_outline
+from ..statement import describe_data_file, literal_values, reproduction_statement
 from .answer import seed_answer
 from .context import task_id_for, without_stated_fields, workspace_text
 
@@ -27,11 +28,20 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
                         "and drew no figure with data")
         return None
     data = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
-    data_lines = [describe_data_file(f, data[f.path], parameters=f.path == seed.parameters_file)
+    used = set().union(*map(literal_values, program.values()))  # columns the analysis names are listed first
+    data_lines = [describe_data_file(f, data[f.path], parameters=f.path == seed.parameters_file, used=used)
                   for f in seed.data_files]
     sources = [program[p] for p in seed.program_files]
+    outline = program_outline(program, seed.script)
+    if outline.steps > MAX_STEPS:
+        # Slicing the outline to what the graded results depend on would let long programs through; until
+        # then a statement that cannot state every step is not a task.
+        recorder.reject(task_id, "procedure_too_long",
+                        f"{seed.script} has {outline.steps} steps; a Reproduction statement states at most {MAX_STEPS}")
+        return None
     statement, schema, answer = without_stated_fields(
-        lambda s, a: reproduction_statement(seed.repo_id, seed.discipline, seed.script, data_lines, sources, s, a),
+        lambda s, a: reproduction_statement(seed.repo_id, seed.discipline, seed.script, data_lines, sources, s, a,
+                                            outline.lines),
         schema, answer, workspace_text(data), recorder)
     if statement is None:
         recorder.reject(task_id, "answer_in_statement", "every answer field is given by the statement itself "
