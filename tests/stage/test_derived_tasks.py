@@ -167,6 +167,20 @@ def test_subflow_statements_never_state_the_answer_or_values_it_derives_from(bui
             assert repr(value) not in task.statement and f"{value:.5f}" not in task.statement
 
 
+def test_subflow_statements_state_the_slice_step_by_step(built):
+    """The issue's reviewers could not answer Subflows whose steps read "`bottom, compound, …` from `H`": the
+    statement now gives the slice's own code, so the filter on MIN_COUNT and the helper's formula are stated."""
+    project, _ = built
+    subflows = [t for t in read_rows(project / "out/verify/data", VerifiedTaskRow) if t.task_type == "subflow"]
+    assert subflows
+    for task in subflows:
+        assert "report_result" not in task.statement
+        assert "the requested result is `" in task.statement
+        if "by_site" in task.statement:
+            assert "if `int(row['count']) >= MIN_COUNT`:" in task.statement and "`MIN_COUNT = " in task.statement
+    assert any("by_site" in task.statement for task in subflows)
+
+
 def test_rebuilding_from_a_clean_cache_gives_identical_task_files(built):
     project, root = built
     for stage, args in [("workflows", ["--seeds", "out/seeds"]),

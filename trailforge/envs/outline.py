@@ -131,17 +131,28 @@ def _header(stmt: ast.stmt, outline: Outline) -> str | None:
     return None
 
 
-def _walk(body: list[ast.stmt], depth: int, outline: Outline) -> None:
+def _walk(body: list[ast.stmt], depth: int, outline: Outline, skip: frozenset[str] = frozenset()) -> None:
     number = 0
     for stmt in body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass, ast.Global, ast.Nonlocal)):
+            continue
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in skip:
+            continue
+        if isinstance(stmt, ast.Expr) and _call_name(stmt.value) in skip:
+            # The slice's own report call: where (and in which loop pass) the asked-for value is taken.
+            args = stmt.value.args
+            if len(args) == 2:
+                number += 1
+                outline.steps += 1
+                outline.lines.append(f"{'   ' * depth}{number}. the requested result is {_code(args[1], outline)} "
+                                     "as it stands here")
             continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             continue  # a docstring or a bare literal
         if _is_cosmetic(stmt):
             continue
         if _is_main_guard(stmt):
-            _walk(stmt.body, depth, outline)
+            _walk(stmt.body, depth, outline, skip)
             continue
         header = _header(stmt, outline)
         number += 1
@@ -152,21 +163,21 @@ def _walk(body: list[ast.stmt], depth: int, outline: Outline) -> None:
             continue
         outline.lines.append(f"{indent}{number}. {header}")
         if isinstance(stmt, ast.ClassDef):
-            _walk(stmt.body, depth + 1, outline)
+            _walk(stmt.body, depth + 1, outline, skip)
             continue
-        _walk(stmt.body, depth + 1, outline)
+        _walk(stmt.body, depth + 1, outline, skip)
         if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
             for handler in stmt.handlers:
                 caught = f" ({_code(handler.type, outline)})" if handler.type is not None else ""
                 outline.lines.append(f"{indent}   - if that fails{caught}:")
-                _walk(handler.body, depth + 1, outline)
+                _walk(handler.body, depth + 1, outline, skip)
             orelse, final = stmt.orelse, stmt.finalbody
             if orelse:
                 outline.lines.append(f"{indent}   - if it succeeds:")
-                _walk(orelse, depth + 1, outline)
+                _walk(orelse, depth + 1, outline, skip)
             if final:
                 outline.lines.append(f"{indent}   - in any case:")
-                _walk(final, depth + 1, outline)
+                _walk(final, depth + 1, outline, skip)
             continue
         orelse = getattr(stmt, "orelse", None)
         if orelse:
@@ -175,11 +186,13 @@ def _walk(body: list[ast.stmt], depth: int, outline: Outline) -> None:
             else:
                 outline.lines.append(f"{indent}   - otherwise" + (" (when the loop ends without break):"
                                                                  if not isinstance(stmt, ast.If) else ":"))
-            _walk(orelse, depth + 1, outline)
+            _walk(orelse, depth + 1, outline, skip)
 
 
-def program_outline(program: dict[str, str], entry: str) -> Outline:
-    """The outline of ``entry``, then of every other file of the program (its helper modules)."""
+def program_outline(program: dict[str, str], entry: str, skip: frozenset[str] = frozenset()) -> Outline:
+    """The outline of ``entry``, then of every other file of the program (its helper modules). Functions named
+    in ``skip`` are left out; a statement that only calls one with ``(name, value)`` (a slice's ``report_result``)
+    becomes the step that says the value there is the requested result."""
     outline = Outline()
     for path in [entry, *sorted(p for p in program if p != entry)]:
         if not path.endswith(".py"):
@@ -189,7 +202,7 @@ def program_outline(program: dict[str, str], entry: str) -> Outline:
             shown = path if _safe_string(path) else HIDDEN
             outline.lines.append(f"In the helper module `{shown}`:")
         before = len(outline.lines)
-        _walk(tree.body, 0, outline)
+        _walk(tree.body, 0, outline, skip)
         if path != entry and len(outline.lines) == before:
             outline.lines.pop()
     return outline

@@ -8,6 +8,7 @@ proposes fields, in figure, axes and artist order:
   count and the minimum, maximum and mean of its y values (a long curve is graded by what summarises it,
   and the answer stays a few fields);
 - bars: their heights; a histogram: its counts and bin edges (summaries again when there are many);
+- a box plot: each box's median and quartiles (its whiskers, caps and fliers are not separate lines);
 - an image: its rows, columns and mean value.
 
 Names come from the axes title (else its y label, else the figure's place) and the artist's legend
@@ -29,7 +30,7 @@ SHORT_SERIES = 20  # a series of at most this many values is asked for whole
 MAX_LABEL = 120  # what the extractor keeps of a field's label
 _UNIT = re.compile(r"^(?P<name>.*?)\s*(?:\((?P<unit>[^()]{1,20})\)|\[(?P<bracketed>[^\[\]]{1,20})\])\s*$")
 _KIND_WORDS = {"line": "line", "scatter": "scatter points", "errorbar": "error bar series", "bars": "bars",
-               "hist": "histogram", "image": "image"}
+               "hist": "histogram", "boxplot": "box plot", "image": "image"}
 
 
 def read_plots(data: bytes | None) -> dict[str, Any]:
@@ -124,6 +125,10 @@ def _axes_fields(fields: list, axes: dict, place: str, source: str, short: int) 
         elif kind == "hist":
             _series_fields(context, record.get("counts"), "counts per bin", "counts", None)
             _series_fields(context, record.get("edges"), "bin edges", "edges", None, summary=False)
+        elif kind == "boxplot":  # one value per box, in the order the boxes were drawn
+            _series_fields(context, record.get("medians"), "medians of the boxes", "medians", unit, summary=False)
+            _series_fields(context, record.get("q1"), "lower quartiles (box bottoms)", "q1", unit, summary=False)
+            _series_fields(context, record.get("q3"), "upper quartiles (box tops)", "q3", unit, summary=False)
         elif kind == "image":
             shape = record.get("shape") or []
             if len(shape) >= 2 and all(isinstance(s, int) for s in shape[:2]):

@@ -619,7 +619,9 @@ def _dtype(summary: dict) -> str:
 
 def subflow_statement(repo_id: str, discipline: str, script: str, data: list[str], target: str,
                       target_summary: dict | None, steps, program_sources: list[str], schema: list[AnswerField],
-                      answer: dict) -> str:
+                      answer: dict, outline: list[str] | None = None) -> str:
+    """``outline``: the slice's own steps (``envs/outline.py``); given, they replace the list of the names each
+    step defines and the parameters, so every choice between the data and the target is stated."""
     title, field_name, article = _title("A focused question on an analysis from", repo_id, discipline)
     script = inline_code(script)  # a repository path, as the statement shows it
     lines = [
@@ -632,6 +634,10 @@ def subflow_statement(repo_id: str, discipline: str, script: str, data: list[str
         "",
         f"## Steps of the original analysis that lead to `{target}`",
     ]
+    if outline:
+        lines += ["In order, as code (comments and text that does not affect a "
+                  f"result left out; `{HIDDEN}` marks text not shown):", *outline, *_report_section(schema, answer)]
+        return "\n".join(lines) + "\n"
     for number, (defined, read, ops) in enumerate(steps, start=1):
         line = f"{number}. `{', '.join(defined)}`"
         if read:

@@ -20,6 +20,7 @@ threshold, so changing a threshold re-grades without re-executing programs.
 """
 from __future__ import annotations
 
+import ast
 import copy
 import csv
 import functools
@@ -30,6 +31,7 @@ import json
 import math
 import re
 from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..cache import ContentCache
@@ -565,24 +567,63 @@ def unstated_numbers(task: TaskRow, workspace: dict[str, bytes]) -> list[tuple[f
     if task.workspace_program:
         return []
     texts = [task.statement, *(d.decode("utf-8", errors="replace") for d in workspace.values())]
-    # A Subflow's numbers are its slice's: the entry script's cut text, and the kept statements of a helper module.
+    missing = []
+    for path, source, kept in _answer_code(task):
+        try:
+            found = analysis_numbers(source)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for value, line, context in found:
+            if not kept(line) or context in task.statement:
+                continue
+            if not any(_contains_number(text, form) for form in _number_forms(value) for text in texts):
+                missing.append((value, path, line, context))
+    return missing
+
+
+def _answer_code(task: TaskRow) -> Iterator[tuple[str, str, Callable[[int], bool]]]:
+    """``(path, source, kept(line))`` of the code the answer comes from. A Subflow's is its slice: the entry
+    script's cut text, and the kept statements of a helper module."""
     spans: dict[str, list] = {}
     for path, first, last in task.construction.get("slice_spans", []) if task.task_type == "subflow" else ():
         spans.setdefault(path, []).append((first, last))
     paths = [task.entrypoint, *spans] if task.task_type == "subflow" else list(task.reference_program)
-    missing = []
     for path in paths:
+        if path in task.reference_program:
+            ranges = spans.get(path)
+            yield path, task.reference_program[path], (
+                (lambda line, ranges=ranges: any(first <= line <= last for first, last in ranges)) if ranges
+                else (lambda line: True))
+
+
+def unstated_choices(task: TaskRow) -> list[tuple[str, str, int]]:
+    """Text the reference program compares against (``animal == 'C2R'``, ``x.isin(['a', 'b'])``) that the
+    statement does not give: ``(text, path, line)``. Which category an analysis keeps is a choice the data
+    cannot tell, even when the category is in them, so only the statement counts (Reproduction, Subflow)."""
+    if task.workspace_program:
+        return []
+    missing = []
+    for path, source, kept in _answer_code(task):
         try:
-            found = analysis_numbers(task.reference_program[path])
-        except (SyntaxError, ValueError, RecursionError, KeyError):
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError):
             continue
-        for value, line, context in found:
-            if path in spans and not any(first <= line <= last for first, last in spans[path]):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+                if any(isinstance(o, ast.Name) and o.id == "__name__" for o in operands):
+                    continue  # the main guard
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "isin":
+                operands = list(node.args)
+            else:
                 continue
-            if context in task.statement:
-                continue
-            if not any(_contains_number(text, form) for form in _number_forms(value) for text in texts):
-                missing.append((value, path, line, context))
+            for operand in operands:
+                items = operand.elts if isinstance(operand, (ast.List, ast.Tuple, ast.Set)) else [operand]
+                for item in items:
+                    if (isinstance(item, ast.Constant) and isinstance(item.value, str) and item.value.strip()
+                            and kept(node.lineno) and item.value not in task.statement
+                            and repr(item.value)[1:-1] not in task.statement):
+                        missing.append((item.value, path, node.lineno))
     return missing
 
 
@@ -594,13 +635,20 @@ def _number_forms(value: float) -> list[str]:
 
 
 def check_specified(task: TaskRow, workspace: dict[str, bytes]) -> None:
-    """Every number the answer may depend on is stated or readable in the data (else ``underspecified``)."""
+    """Every number the answer may depend on is stated or readable in the data, and every text it compares against
+    is stated (else ``underspecified``)."""
     missing = unstated_numbers(task, workspace)
     if missing:
         value, path, line, context = missing[0]
         raise Rejected("underspecified", f"{len(missing)} number(s) of the reference program are given neither by "
                        f"the statement nor by the data, e.g. {value!r} in `{context}` ({path} line {line})",
                        unstated=len(missing))
+    choices = unstated_choices(task)
+    if choices:
+        text, path, line = choices[0]
+        raise Rejected("underspecified", f"{len(choices)} text(s) the reference program compares against are not "
+                       f"in the statement, e.g. a {len(text)}-character text ({path} line {line})",
+                       unstated=len(choices))
 
 
 _ORDER_STATISTIC = re.compile(r"\b(minimum|maximum)\b", re.IGNORECASE)

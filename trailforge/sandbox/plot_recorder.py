@@ -11,7 +11,9 @@ the same. It uses only the standard library and never imports matplotlib itself:
 - ``Gcf.destroy`` / ``Gcf.destroy_all`` (``plt.close`` and pyplot's own exit hook): a figure is
   recorded as it closes, so figures still open at exit are recorded too;
 - ``Axes.hist``: its counts and bin edges are kept on the axes, since the bars it draws do not say
-  they are a histogram.
+  they are a histogram;
+- ``Axes.bxp`` (what ``Axes.boxplot`` and seaborn draw boxes with): each box's median and quartiles are kept on the axes, since its whiskers, caps,
+  medians and fliers are drawn as plain lines whose order and empty flier lines are no result.
 
 Each wrapper calls the original and returns what it returns: the script does what it did. A figure
 recorded twice keeps its latest state. At exit, however the script ends, the records go to
@@ -40,6 +42,7 @@ _records = []  # one per figure, in the order first recorded
 _state = {"installed": False, "patched": set()}
 _MARK = "_tf_plot_index"  # attribute set on a recorded Figure: its place in _records
 _HISTS = "_tf_hists"  # attribute set on an Axes: [(ids of the artists drawn, record)] of its hist calls
+_BOXES = "_tf_boxes"  # the same for its boxplot calls
 
 
 def _text(value):
@@ -148,6 +151,9 @@ def _axes_record(ax):
     for ids, hist in getattr(ax, _HISTS, [])[:MAX_ARTISTS]:
         consumed |= ids
         artists.append(dict(hist))
+    for ids, box in getattr(ax, _BOXES, [])[:MAX_ARTISTS]:
+        consumed |= ids
+        artists.append(dict(box))
     containers = list(getattr(ax, "containers", []))
     for container in containers:
         if type(container).__name__ == "ErrorbarContainer":
@@ -185,6 +191,28 @@ def _hist_record(ax, label, counts, edges, patches):
              {"kind": "hist", "label": "" if lab is None or str(lab).startswith("_") else str(lab)[:MAX_TEXT],
               "counts": _series(row), "edges": _series(edges)})
             for i, (row, lab) in enumerate(zip(rows, labels))]
+
+
+def _box_record(parts, label):
+    """What one ``ax.boxplot`` call drew: per box its median and quartiles, read off the lines drawn (the
+    median line and the box outline lie along the value axis, whichever way the boxes stand)."""
+    ids = {id(artist) for key in ("whiskers", "caps", "boxes", "medians", "fliers", "means")
+           for artist in parts.get(key, [])}
+    medians, lower, upper = [], [], []
+    for median, box in zip(parts.get("medians", []), parts.get("boxes", [])):
+        xs, ys = list(median.get_xdata()), list(median.get_ydata())
+        vertical = len(ys) >= 2 and ys[0] == ys[-1]  # a horizontal median line: the boxes stand upright
+        medians.append(ys[0] if vertical else xs[0])
+        if hasattr(box, "get_ydata"):
+            outline = list(box.get_ydata() if vertical else box.get_xdata())
+        else:  # patch_artist=True draws each box as a PathPatch
+            vertices = box.get_path().vertices
+            outline = [v[1] if vertical else v[0] for v in vertices.tolist()]
+        outline = [v for v in (_finite(v) for v in outline) if v is not None]
+        lower.append(min(outline) if outline else None)
+        upper.append(max(outline) if outline else None)
+    return ids, {"kind": "boxplot", "label": "" if label is None else str(label)[:MAX_TEXT],
+                 "medians": _series(medians), "q1": _series(lower), "q3": _series(upper)}
 
 
 def record_figure(figure):
@@ -281,6 +309,22 @@ def _patch(name, module):
             return result
 
         module.Axes.hist = _like(hist, original_hist)
+        # Axes.boxplot draws through Axes.bxp, and so does seaborn's boxplot: wrapping bxp sees both, once.
+        original_bxp = module.Axes.bxp
+
+        def bxp(self, *args, **kwargs):
+            result = original_bxp(self, *args, **kwargs)
+            try:
+                found = getattr(self, _BOXES, None)
+                if found is None:
+                    found = []
+                    setattr(self, _BOXES, found)
+                found.append(_box_record(result, None))
+            except Exception:
+                pass
+            return result
+
+        module.Axes.bxp = _like(bxp, original_bxp)
 
 
 def _like(wrapper, original):

@@ -94,3 +94,12 @@ def test_a_reproduction_too_long_to_state_is_a_counted_reject(tmp_path):
     short = "x = [3, 4]\nprint('Mean:', sum(x) / 2)\n"
     task = build_reproduction(_seed(tmp_path, short), 20, 20, StageRecorder("tasks"))
     assert "`print('Mean:', sum(x) / 2)`" in task.statement
+
+
+def test_a_slices_report_call_says_where_the_result_is_taken_and_its_helper_is_not_a_step():
+    sliced = ("import json\nvalues = [1.0, 2.0]\ntotal = 0\nfor v in values:\n    total += v\n"
+              "    report_result('total', total)\n\ndef report_result(name, value):\n    json.dump(value, open(name, 'w'))\n")
+    outline = program_outline({"s.py": sliced}, "s.py", skip=frozenset({"report_result"}))
+    text = "\n".join(outline.lines)
+    assert "   2. the requested result is `total` as it stands here" in text
+    assert "report_result" not in text and "json.dump" not in text

@@ -120,3 +120,15 @@ def test_a_bracketed_unit_is_read_as_a_unit():
     assert answer and not skipped
     assert fields["hr_diagram_scatter_y"].unit == "L_odot"
     assert all("Luminosity (L_odot)" in f.label for f in fields.values())
+
+
+def test_a_boxplot_gives_medians_and_quartiles_named_from_the_axes():
+    series = lambda values: {"n": len(values), "finite": len(values), "values": values}  # noqa: E731
+    plots = {"figures": [{"axes": [{"title": "", "ylabel": "Reaction time (ms)", "artists": [
+        {"kind": "boxplot", "label": "", "medians": series([310.0, 290.5]), "q1": series([280.0, 260.0]),
+         "q3": series([350.0, 330.25])}]}]}]}
+    fields = {f["base"]: f for f in plot_fields(plots, 50)}
+    assert fields["reaction_time_boxplot_medians"]["value"] == [310.0, 290.5]
+    assert fields["reaction_time_boxplot_q3"]["value"] == [350.0, 330.25]
+    assert fields["reaction_time_boxplot_q1"]["unit"] == "ms"
+    assert "medians of the boxes of the box plot" in fields["reaction_time_boxplot_medians"]["label"]

@@ -364,6 +364,23 @@ def test_a_number_the_agent_cannot_know_makes_the_task_underspecified():
     assert unstated_numbers(given, workspace) == []
 
 
+def test_a_category_the_analysis_keeps_must_be_stated_even_when_it_is_in_the_data():
+    """A reviewer could not tell that only animal C2R counted: the category is in the data, which says nothing
+    about which one the analysis picks."""
+    from trailforge.envs.verify import check_specified, unstated_choices
+
+    program = {"analysis.py": "import pandas as pd\nif __name__ == '__main__':\n    d = pd.read_csv('data/t.csv')\n"
+                              "    kept = d[(d['animal'] == 'C2R') | d['site'].isin(['north', 'east'])]\n"
+                              "    print('mean:', kept['time'].mean())\n"}
+    workspace = {"data/t.csv": b"animal,site,time\nC2R,north,1.5\nB1,south,2.5\n"}
+    assert sorted(text for text, *_ in unstated_choices(make_task(program=program))) == ["C2R", "east", "north"]
+    with pytest.raises(Rejected) as err:
+        check_specified(make_task(program=program), workspace)
+    assert err.value.reason == "underspecified" and "C2R" not in err.value.message  # repository text is not quoted
+    stated = STATEMENT + "\n1. `kept = d[(d['animal'] == 'C2R') | d['site'].isin(['north', 'east'])]`\n"
+    assert unstated_choices(make_task(program=program, statement=stated)) == []
+
+
 # ---------------------------------------------------------------- fair evals: per-element tolerances, controls
 
 import json  # noqa: E402

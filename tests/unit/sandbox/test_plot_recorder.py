@@ -60,3 +60,21 @@ def test_long_series_are_bounded_but_summarised_over_every_point(tmp_path):
 def test_no_figure_no_file(tmp_path):
     done, plots = _run(tmp_path, "import matplotlib\nprint('ok')\n")
     assert done.returncode == 0 and plots is None
+
+
+@pytest.mark.parametrize("options", ["", ", vert=False", ", patch_artist=True"])
+def test_a_boxplot_is_its_medians_and_quartiles_not_eight_plain_lines(tmp_path, options):
+    """A real release graded a boxplot's whisker, cap and empty flier lines as "line 8"; a box plot is its
+    statistics, whichever way its boxes stand and however they are drawn."""
+    done, plots = _run(tmp_path, f"""\
+import matplotlib.pyplot as plt
+import numpy as np
+fig, ax = plt.subplots()
+ax.boxplot([[1.0, 2.0, 3.0, 4.0, 5.0], [10.0, 20.0, 30.0, 40.0, 50.0]]{options})
+fig.savefig('box.png')
+""")
+    assert done.returncode == 0, done.stderr
+    [artist] = plots["figures"][0]["axes"][0]["artists"]
+    assert artist["kind"] == "boxplot"
+    assert artist["medians"]["values"] == [3.0, 30.0]
+    assert artist["q1"]["values"] == [2.0, 20.0] and artist["q3"]["values"] == [4.0, 40.0]

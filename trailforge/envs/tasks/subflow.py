@@ -10,6 +10,7 @@ from ...io import AnswerField, TaskRow
 from ..mutations import OPERATORS, apply_mutation, find_mutations
 from ..parsing import parse_python
 from ..slicing import SliceError, slice_program
+from ..outline import MAX_STEPS, program_outline
 from ..statement import subflow_statement
 from ..workflow import Unit
 from .answer import still_fields
@@ -48,6 +49,12 @@ def _subflow(ctx: SeedContext, target: dict, unit: Unit) -> TaskRow | None:
         return None
     program = {**ctx.sources, **sliced.files}
     reporter = sliced.target_path or ctx.seed.script  # the file whose slice saves the target
+    # The statement states the slice step by step; one nobody can follow is no task, and costs no run.
+    outline = program_outline(program, ctx.seed.script, skip=frozenset({"report_result"}))
+    if outline.steps > MAX_STEPS:
+        ctx.recorder.reject(item, "procedure_too_long", f"the slice for {name} has {outline.steps} steps; a Subflow "
+                            f"statement states at most {MAX_STEPS}")
+        return None
     result = ctx.run(program)
     if not result.ok:
         tail = (result.stderr.strip().splitlines() or [""])[-1]
@@ -78,7 +85,7 @@ def _subflow(ctx: SeedContext, target: dict, unit: Unit) -> TaskRow | None:
     steps = [(defined, tuple(r for r in read if r not in ctx.modules), ops) for defined, read, ops in sliced.steps]
     statement, schema, answer = without_stated_fields(
         lambda s, a: subflow_statement(ctx.seed.repo_id, ctx.seed.discipline, ctx.seed.script, ctx.data_lines, name,
-                                       target["value"], steps, local, s, a),
+                                       target["value"], steps, local, s, a, outline.lines),
         schema, answer, ctx.data_text, ctx.recorder)
     if statement is None:
         ctx.recorder.reject(item, "answer_in_statement", f"the statement gives the value of {name} itself")
