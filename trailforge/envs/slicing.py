@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from .parsing import UnparseableSource, parse_python
 from .workflow import MODULE_SCOPE, Program, Unit
 
+REPORT_FUNCTION = "report_result"  # what REPORT_HELPER defines; not the analysis's own code
 REPORT_HELPER = '''
 
 def report_result(name, value):

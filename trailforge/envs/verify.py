@@ -41,6 +41,7 @@ from ..sandbox import RunRequest, Sandbox, run_cached
 from . import statement
 from .answers import answer_from_run, missing_value_answers, parse_scalar, resolution
 from .protocol import RunProtocol, recorded_request
+from .slicing import REPORT_FUNCTION
 from .spread import answer_spreads, numbers, reference_runs, relative
 from .statement import analysis_numbers, contains_number as _contains_number, field_needles, prose as _prose
 from .tasks import eval_script
@@ -608,6 +609,8 @@ def unstated_choices(task: TaskRow) -> list[tuple[str, str, int]]:
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError):
             continue
+        # The slice's own report helper compares a type name; it is ours, not the analysis's.
+        tree.body = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name == REPORT_FUNCTION)]
         for node in ast.walk(tree):
             if isinstance(node, ast.Compare):
                 operands = [node.left, *node.comparators]

@@ -379,6 +379,10 @@ def test_a_category_the_analysis_keeps_must_be_stated_even_when_it_is_in_the_dat
     assert err.value.reason == "underspecified" and "C2R" not in err.value.message  # repository text is not quoted
     stated = STATEMENT + "\n1. `kept = d[(d['animal'] == 'C2R') | d['site'].isin(['north', 'east'])]`\n"
     assert unstated_choices(make_task(program=program, statement=stated)) == []
+    # A slice's own report helper compares a type name ("RangeIndex"): ours, not a choice of the analysis.
+    from trailforge.envs.slicing import REPORT_HELPER
+    sliced = {"analysis.py": program["analysis.py"] + REPORT_HELPER}
+    assert unstated_choices(make_task(program=sliced, statement=stated)) == []
 
 
 # ---------------------------------------------------------------- fair evals: per-element tolerances, controls

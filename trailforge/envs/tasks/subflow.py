@@ -9,7 +9,7 @@ import math
 from ...io import AnswerField, TaskRow
 from ..mutations import OPERATORS, apply_mutation, find_mutations
 from ..parsing import parse_python
-from ..slicing import SliceError, slice_program
+from ..slicing import REPORT_FUNCTION, SliceError, slice_program
 from ..outline import MAX_STEPS, program_outline
 from ..statement import subflow_statement
 from ..workflow import Unit
@@ -50,7 +50,7 @@ def _subflow(ctx: SeedContext, target: dict, unit: Unit) -> TaskRow | None:
     program = {**ctx.sources, **sliced.files}
     reporter = sliced.target_path or ctx.seed.script  # the file whose slice saves the target
     # The statement states the slice step by step; one nobody can follow is no task, and costs no run.
-    outline = program_outline(program, ctx.seed.script, skip=frozenset({"report_result"}))
+    outline = program_outline(program, ctx.seed.script, skip=frozenset({REPORT_FUNCTION}))
     if outline.steps > MAX_STEPS:
         ctx.recorder.reject(item, "procedure_too_long", f"the slice for {name} has {outline.steps} steps; a Subflow "
                             f"statement states at most {MAX_STEPS}")
