@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from .answers import MAX_LABEL_CHARS, MAX_LABEL_WORDS, has_instruction_words
 
 MAX_STEPS = 150  # an outline longer than this is not a statement anyone reads; the Reproduction is rejected
-LINE_LIMIT = 160  # characters of one step's code
+# Characters of one step's code. A cut step loses what it says (a real `longest_orf(seq, min_codons=30)` at
+# the end of a dict literal made its task underspecified); each string in it is already bounded.
+LINE_LIMIT = 400
 HIDDEN = "\u2026"
 
 # Calls that only dress a figure or a console: their arguments change no result.
@@ -46,7 +48,9 @@ class Outline:
 def _safe_string(text: str) -> bool:
     """A literal short and plain enough to show inside a code span: the limits of a field label
     (``answers``), with any printable character but a backtick (``'RMSE:'``, ``'{:.3f}'``, ``'°C'``)."""
-    return (len(text) <= MAX_LABEL_CHARS and text.isprintable() and "`" not in text
+    # Tabs and newlines are shown as the escapes unparse writes ('\t'), so a delimiter stays visible.
+    plain = text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
+    return (len(text) <= MAX_LABEL_CHARS and plain.isprintable() and "`" not in text
             and len(text.split()) <= MAX_LABEL_WORDS and not has_instruction_words(text))
 
 
@@ -131,8 +135,9 @@ def _header(stmt: ast.stmt, outline: Outline) -> str | None:
     return None
 
 
-def _walk(body: list[ast.stmt], depth: int, outline: Outline, skip: frozenset[str] = frozenset()) -> None:
-    number = 0
+def _walk(body: list[ast.stmt], depth: int, outline: Outline, skip: frozenset[str] = frozenset(),
+          number: int = 0) -> int:
+    """Append ``body``'s steps, numbered on from ``number``; returns the last number used."""
     for stmt in body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass, ast.Global, ast.Nonlocal)):
             continue
@@ -152,7 +157,7 @@ def _walk(body: list[ast.stmt], depth: int, outline: Outline, skip: frozenset[st
         if _is_cosmetic(stmt):
             continue
         if _is_main_guard(stmt):
-            _walk(stmt.body, depth, outline, skip)
+            number = _walk(stmt.body, depth, outline, skip, number)  # its steps go on the module's numbering
             continue
         header = _header(stmt, outline)
         number += 1
@@ -187,6 +192,7 @@ def _walk(body: list[ast.stmt], depth: int, outline: Outline, skip: frozenset[st
                 outline.lines.append(f"{indent}   - otherwise" + (" (when the loop ends without break):"
                                                                  if not isinstance(stmt, ast.If) else ":"))
             _walk(orelse, depth + 1, outline, skip)
+    return number
 
 
 def program_outline(program: dict[str, str], entry: str, skip: frozenset[str] = frozenset()) -> Outline:

@@ -103,3 +103,19 @@ def test_a_slices_report_call_says_where_the_result_is_taken_and_its_helper_is_n
     text = "\n".join(outline.lines)
     assert "   2. the requested result is `total` as it stands here" in text
     assert "report_result" not in text and "json.dump" not in text
+
+
+def test_steps_under_the_main_guard_go_on_the_modules_numbering_and_a_tab_delimiter_is_shown():
+    source = ("import csv\nSHEET = 'data/s.tsv'\ndef main():\n    rows = list(csv.DictReader(open(SHEET), delimiter='\\t'))\n"
+              "    print(len(rows))\nif __name__ == '__main__':\n    main()\n")
+    lines = program_outline({"m.py": source}, "m.py").lines
+    assert lines[-1] == "3. `main()`"
+    assert "delimiter='\\t'" in "\n".join(lines)
+
+
+def test_a_long_step_keeps_its_last_argument():
+    """A real dict literal of five entries ended in `longest_orf(seq, min_codons=30)`: cut at 160 characters,
+    the statement lost the 30 and verify rejected the task as underspecified."""
+    source = ("rows.append({'contig_id': rid, 'host': hosts.get(rid, 'unknown'), 'length_nt': len(seq), "
+              "'gc_percent': round(100 * gc_content(seq), 2), 'longest_orf_nt': longest_orf(seq, min_codons=30)})\n")
+    assert "min_codons=30" in "\n".join(program_outline({"t.py": source}, "t.py").lines)
