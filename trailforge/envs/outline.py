@@ -151,6 +151,7 @@ def _walk(body: list[ast.stmt], depth: int, outline: Outline, skip: frozenset[st
                 outline.steps += 1
                 outline.lines.append(f"{'   ' * depth}{number}. the requested result is {_code(args[1], outline)} "
                                      "as it stands here")
+                break  # the slice stops here (its SystemExit): nothing after it is a step
             continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             continue  # a docstring or a bare literal
@@ -175,14 +176,14 @@ def _walk(body: list[ast.stmt], depth: int, outline: Outline, skip: frozenset[st
             for handler in stmt.handlers:
                 caught = f" ({_code(handler.type, outline)})" if handler.type is not None else ""
                 outline.lines.append(f"{indent}   - if that fails{caught}:")
-                _walk(handler.body, depth + 1, outline, skip)
+                _walk(handler.body, depth + 2, outline, skip)
             orelse, final = stmt.orelse, stmt.finalbody
             if orelse:
                 outline.lines.append(f"{indent}   - if it succeeds:")
-                _walk(orelse, depth + 1, outline, skip)
+                _walk(orelse, depth + 2, outline, skip)
             if final:
                 outline.lines.append(f"{indent}   - in any case:")
-                _walk(final, depth + 1, outline, skip)
+                _walk(final, depth + 2, outline, skip)
             continue
         orelse = getattr(stmt, "orelse", None)
         if orelse:
@@ -191,7 +192,7 @@ def _walk(body: list[ast.stmt], depth: int, outline: Outline, skip: frozenset[st
             else:
                 outline.lines.append(f"{indent}   - otherwise" + (" (when the loop ends without break):"
                                                                  if not isinstance(stmt, ast.If) else ":"))
-            _walk(orelse, depth + 1, outline, skip)
+            _walk(orelse, depth + 2, outline, skip)
     return number
 
 

@@ -59,8 +59,9 @@ def test_helper_modules_follow_the_entry_script():
 def test_branches_and_failures_are_labelled():
     source = "try:\n    v = float(s)\nexcept ValueError:\n    v = 0.0\nif v > 2:\n    w = 1\nelse:\n    w = 2\n"
     lines = program_outline({"a.py": source}, "a.py").lines
-    assert lines == ["1. try:", "   1. `v = float(s)`", "   - if that fails (`ValueError`):", "   1. `v = 0.0`",
-                     "2. if `v > 2`:", "   1. `w = 1`", "   - otherwise:", "   1. `w = 2`"]
+    # an alternative branch nests under its own line, so its steps are not read as the first branch's
+    assert lines == ["1. try:", "   1. `v = float(s)`", "   - if that fails (`ValueError`):", "      1. `v = 0.0`",
+                     "2. if `v > 2`:", "   1. `w = 1`", "   - otherwise:", "      1. `w = 2`"]
 
 
 def test_the_reproduction_statement_gives_the_outline_in_place_of_the_operations():
@@ -103,6 +104,14 @@ def test_a_slices_report_call_says_where_the_result_is_taken_and_its_helper_is_n
     text = "\n".join(outline.lines)
     assert "   2. the requested result is `total` as it stands here" in text
     assert "report_result" not in text and "json.dump" not in text
+
+
+def test_nothing_after_the_requested_result_is_a_step():
+    """The slicer ends a function's slice with `raise SystemExit(0)`: a reviewer read it as part of the analysis."""
+    sliced = "def main():\n    x = 2.5\n    report_result('x', x)\n    raise SystemExit(0)\nmain()\n"
+    lines = program_outline({"s.py": sliced}, "s.py", skip=frozenset({"report_result"})).lines
+    assert lines == ["1. define the function `main` (no arguments):", "   1. `x = 2.5`",
+                     "   2. the requested result is `x` as it stands here", "2. `main()`"]
 
 
 def test_steps_under_the_main_guard_go_on_the_modules_numbering_and_a_tab_delimiter_is_shown():
