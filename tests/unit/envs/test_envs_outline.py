@@ -85,13 +85,18 @@ def _seed(tmp_path, source):
                    distributions=[], sandbox_spec={})
 
 
-def test_a_reproduction_too_long_to_state_is_a_counted_reject(tmp_path):
+def test_a_reproduction_too_long_to_state_carries_its_step_count_for_the_seed_to_drop_it(tmp_path):
+    """A real seed of 404 steps lost all 19 of its environments when its Reproduction was refused outright: the
+    Subflows, Completions and Corrections are built on the Reproduction's answer and show the code, so
+    ``build_seed_tasks`` drops only the Reproduction (``procedure_too_long``), after building them."""
     from trailforge.envs.tasks.reproduction import build_reproduction
     from trailforge.io import StageRecorder
     recorder = StageRecorder("tasks")
     long = "".join(f"x{i} = {i}\n" for i in range(MAX_STEPS + 1)) + "print('Mean:', (x3 + x4) / 2)\n"
-    assert build_reproduction(_seed(tmp_path, long), 20, 20, recorder) is None
-    assert [r.reason for r in recorder.rejects] == ["procedure_too_long"]
+    task = build_reproduction(_seed(tmp_path, long), 20, 20, recorder)
+    assert task.construction["outline_steps"] == MAX_STEPS + 2
+    assert "`x150 = 150`" not in task.statement  # no outline: the seed's tasks stage drops this one
+    assert recorder.rejects == []
     short = "x = [3, 4]\nprint('Mean:', sum(x) / 2)\n"
     task = build_reproduction(_seed(tmp_path, short), 20, 20, StageRecorder("tasks"))
     assert "`print('Mean:', sum(x) / 2)`" in task.statement

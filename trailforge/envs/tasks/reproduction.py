@@ -33,15 +33,12 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
                   for f in seed.data_files]
     sources = [program[p] for p in seed.program_files]
     outline = program_outline(program, seed.script)
-    if outline.steps > MAX_STEPS:
-        # Slicing the outline to what the graded results depend on would let long programs through; until
-        # then a statement that cannot state every step is not a task.
-        recorder.reject(task_id, "procedure_too_long",
-                        f"{seed.script} has {outline.steps} steps; a Reproduction statement states at most {MAX_STEPS}")
-        return None
+    # An outline past MAX_STEPS is no statement anyone reads: ``build_seed_tasks`` drops such a Reproduction
+    # (``procedure_too_long``) once the seed's other tasks, which show the code, are built on its answer.
+    shown = outline.lines if outline.steps <= MAX_STEPS else None
     statement, schema, answer = without_stated_fields(
         lambda s, a: reproduction_statement(seed.repo_id, seed.discipline, seed.script, data_lines, sources, s, a,
-                                            outline.lines),
+                                            shown),
         schema, answer, workspace_text(data), recorder)
     if statement is None:
         recorder.reject(task_id, "answer_in_statement", "every answer field is given by the statement itself "
@@ -65,6 +62,7 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
         tree=seed.tree,
         distributions=seed.distributions,
         sandbox_spec=seed.sandbox_spec,
+        construction={"outline_steps": outline.steps},
     )
 
 

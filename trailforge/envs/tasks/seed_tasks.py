@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 from ...io import SeedRow, StageRecorder, TaskRow
+from ..outline import MAX_STEPS
 from .answer import data_dependent_answer, reproducible_answer, seed_answer
 from .completion import build_completions
 from .context import seed_context
@@ -67,6 +68,13 @@ def build_seed_tasks(seed: SeedRow, workflow, cfg, sandbox, cache, recorder: Sta
         recorder.reject(reproduction.task_id, "reproduction_needs_the_model",
                         f"the only data of {seed.script} are its own constants ({seed.parameters_file}): reproducing "
                         "it needs its model, which only the code states")
+        return derived
+    steps = reproduction.construction.get("outline_steps", 0)
+    if "reproduction" in types and steps > MAX_STEPS:
+        # Slicing the outline to what the graded results depend on would let long programs through; until then
+        # a statement that cannot state every step is no task. The derived tasks carry the code and stay.
+        recorder.reject(reproduction.task_id, "procedure_too_long",
+                        f"{seed.script} has {steps} steps; a Reproduction statement states at most {MAX_STEPS}")
         return derived
     if "reproduction" in types:
         reproduction = without_line_named_fields(seed, reproduction, budget, recorder)
