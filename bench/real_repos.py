@@ -14,6 +14,9 @@ repository and overall:
   stage recorded one;
 - extra seeds: seed programs the manifest does not list as exit 0;
 - with ``--through verify`` or later: environments per task type;
+- with ``--recheck`` (after ``--through release``): ``trailforge recheck`` of the released environments, from
+  their exported folders alone, passed per repository; ``--recheck-only PROJECT`` does that for a project an
+  earlier run kept (``--keep``), without running any stage again;
 - the wall time of every stage, and the traceback of any stage that crashed (the run stops there).
 
 It measures and asserts nothing. The execution cache persists between runs (``--cache``), so a re-run
@@ -21,6 +24,7 @@ repeats no program execution; delete the folder for a cold run.
 
     python bench/real_repos.py [--recipe repos] [--overrides sandbox.timeout_s=60 ...]
                                [--repos Kian158__pendulum-data-analysis ...] [--through seeds] [--json]
+                               [--recheck] [--recheck-only PROJECT]
 
 The corpus is looked up at ``../shared/realrepos`` from the project root, or at ``$TRAILFORGE_REALREPOS``.
 """
@@ -119,6 +123,38 @@ def run_stages(project: Path, through: str, cache: Path) -> list[dict]:
         if done.returncode != 0:
             break  # what follows reads this stage's outputs
     return done_stages
+
+
+def recheck(project: Path, cache: Path) -> dict:
+    """``trailforge recheck`` of the project's released environments: its JSON summary, or ``{"error": ...}``."""
+    folder = project / "out" / "release" / "environments"
+    if not folder.is_dir():
+        return {"error": f"no released environments at {folder}"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TRAILFORGE_CACHE_DIR": str(cache),
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "trailforge.cli.main", "recheck", str(folder),
+                           "--params", str(project / "params.yaml")], cwd=project, env=env, capture_output=True,
+                          text=True)
+    try:
+        summary = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        return {"error": f"recheck exited {done.returncode}: {(done.stderr or done.stdout).strip()[-2000:]}"}
+    return {**summary, "wall_s": round(time.monotonic() - start, 1)}
+
+
+def print_recheck(summary: dict) -> None:
+    if "error" in summary:
+        print(f"\nrecheck: {summary['error']}")
+        return
+    print(f"\nrecheck of the released environments from their folders ({summary['wall_s']} s): "
+          f"{summary['passed']}/{summary['environments']} passed, "
+          f"{summary['positive_controls_accepted']} positive controls accepted, "
+          f"{summary['negative_controls_rejected']} negative controls rejected")
+    for repo_id, counts in summary.get("by_repository", {}).items():
+        print(f"  {repo_id:<72} {counts['passed']:>4}/{counts['environments']}")
+    for failure in summary["failures"]:
+        print(f"  FAILED {failure['env_id']}: {'; '.join(failure['problems'])[:400]}")
 
 
 # ---------------------------------------------------------------- reading what the stages wrote
@@ -388,7 +424,19 @@ def main() -> None:
                         help=f"execution cache, kept between runs (default: {DEFAULT_CACHE})")
     parser.add_argument("--keep", action="store_true", help="keep the temporary project and print where it is")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--recheck", action="store_true",
+                        help="after --through release: re-check every released environment from its folder")
+    parser.add_argument("--recheck-only", type=Path, metavar="PROJECT",
+                        help="only re-check the release of a project an earlier run kept, and print that")
     args = parser.parse_args()
+    if args.recheck_only:
+        summary = recheck(args.recheck_only.resolve(), args.cache.resolve())
+        print(json.dumps(summary, indent=2) if args.json else "", end="")
+        if not args.json:
+            print_recheck(summary)
+        sys.exit(0 if summary.get("passed") == summary.get("environments") else 1)
+    if args.recheck and args.through != "release":
+        sys.exit("--recheck needs --through release")
 
     corpus = realrepos_root()
     if not (corpus / "manifest.json").is_file():
@@ -407,6 +455,8 @@ def main() -> None:
         stages = run_stages(project, args.through, args.cache.resolve())
         report = {"recipe": args.recipe, "overrides": args.overrides, "through": args.through, "corpus": str(corpus),
                   "cache": str(args.cache), "stages": stages, **figures(project, manifest, repos, stages)}
+        if args.recheck:
+            report["recheck"] = recheck(project, args.cache.resolve())
     finally:
         if args.keep:
             print(f"kept the project at {work / 'project'}", file=sys.stderr)
@@ -416,6 +466,8 @@ def main() -> None:
         print(json.dumps(report, indent=2))
     else:
         print_report(report)
+        if "recheck" in report:
+            print_recheck(report["recheck"])
 
 
 if __name__ == "__main__":

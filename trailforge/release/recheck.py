@@ -48,7 +48,8 @@ def recheck_environment(folder: Path, sandbox: Sandbox, max_fields: int, max_row
     entry, answer_from = meta["entrypoint"], meta.get("answer_from", "outputs")
     schema = [AnswerField.model_validate(f) for f in meta.get("answer_schema", [])]  # its stdout line names
     env = sandbox.prepare(meta.get("distributions", []))
-    report: dict[str, Any] = {"env_id": meta["env_id"], "task_type": meta["task_type"], "problems": []}
+    report: dict[str, Any] = {"env_id": meta["env_id"], "task_type": meta["task_type"],
+                              "repo_id": meta.get("repo_id"), "problems": []}
     if not env.ready:
         report["problems"].append(f"sandbox lacks {', '.join(env.missing)}")
         return report
@@ -97,11 +98,17 @@ def recheck_release(root: Path, sandbox: Sandbox, executor, max_fields: int, max
         counts["passed"] += bool(report.get("ok"))
         counts["negatives_rejected"] += sum(report.get("negatives_rejected", {}).values())
         counts["positives_accepted"] += sum(report.get("positives_accepted", {}).values())
+    by_repo: dict[str, dict[str, int]] = {}
+    for report in reports:
+        counts = by_repo.setdefault(str(report.get("repo_id")), {"environments": 0, "passed": 0})
+        counts["environments"] += 1
+        counts["passed"] += bool(report.get("ok"))
     return {
         "environments": len(reports),
         "passed": sum(bool(r.get("ok")) for r in reports),
         "negative_controls_rejected": sum(sum(r.get("negatives_rejected", {}).values()) for r in reports),
         "positive_controls_accepted": sum(sum(r.get("positives_accepted", {}).values()) for r in reports),
         "by_task_type": dict(sorted(by_type.items())),
+        "by_repository": dict(sorted(by_repo.items())),
         "failures": [{"env_id": r["env_id"], "problems": r["problems"]} for r in reports if not r.get("ok")],
     }

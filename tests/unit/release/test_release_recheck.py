@@ -9,7 +9,8 @@ from trailforge.envs.answers import extract_answer
 from trailforge.envs.verify import verify_task
 from trailforge.io import StageRecorder
 from trailforge.release.export import write_environment
-from trailforge.release.recheck import recheck_environment
+from trailforge.executor.local import LocalExecutor
+from trailforge.release.recheck import recheck_environment, recheck_release
 from trailforge.sandbox import LocalSandbox
 from trailforge.envs.statement import parameters
 from tests.unit.envs.test_envs_verify import DATA, STATEMENT, make_task
@@ -59,3 +60,8 @@ def test_positive_controls_are_verified_exported_and_rechecked(tmp_path):
     report = recheck_environment(folder, sandbox, 24, 50)
     assert not report["ok"]
     assert report["problems"] == ["answer:integers_as_floats (allowed) was not accepted"]
+
+    # the release's summary says, per repository, how many of its environments passed
+    summary = recheck_release(tmp_path / "release", sandbox, LocalExecutor(), 24, 50)
+    assert summary["by_repository"] == {task.repo_id: {"environments": 1, "passed": 0}}
+    assert summary["failures"][0]["problems"] == ["answer:integers_as_floats (allowed) was not accepted"]

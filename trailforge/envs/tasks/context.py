@@ -175,6 +175,17 @@ def allowed_operators(ctx: SeedContext):
     return None if ctx.cfg.correction.operators == "all" else ctx.cfg.correction.operators
 
 
+def seed_data(seed: SeedRow, sources: dict[str, str]) -> tuple[dict[str, bytes], list[str]]:
+    """``(data, data_lines)``: the seed's data files by path, and the statement's description of each.
+    The columns and keys the program's own literals name are listed first in a description."""
+    tree = Path(seed.tree)
+    data = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
+    used = set().union(*map(literal_values, sources.values()))
+    data_lines = [describe_data_file(f, data[f.path], parameters=f.path == seed.parameters_file, used=used)
+                  for f in seed.data_files]
+    return data, data_lines
+
+
 def seed_context(seed: SeedRow, workflow: WorkflowRow, schema, answer, sandbox, cache, recorder, cfg: TasksConfig,
                  rng_seed: int, max_fields: int, max_rows: int, noise: dict[str, float] | None = None
                  ) -> SeedContext | None:
@@ -184,10 +195,7 @@ def seed_context(seed: SeedRow, workflow: WorkflowRow, schema, answer, sandbox, 
     if not env.ready:
         recorder.reject(seed.seed_id, "missing_dependency", f"the sandbox lacks {', '.join(env.missing)}")
         return None
-    data = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
-    used = set().union(*map(literal_values, sources.values()))  # columns the analysis names are listed first
-    data_lines = [describe_data_file(f, data[f.path], parameters=f.path == seed.parameters_file, used=used)
-                  for f in seed.data_files]
+    data, data_lines = seed_data(seed, sources)
     return SeedContext(
         seed=seed, workflow=workflow, program=analyse_program(sources, seed.script), sources=sources,
         schema=schema, answer=answer, data_lines=data_lines,

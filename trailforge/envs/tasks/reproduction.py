@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from ...io import SeedRow, StageRecorder, TaskRow
 from ..printed import LINE_SOURCE
 from ..protocol import run_note
 from ..outline import MAX_STEPS, program_outline
-from ..statement import describe_data_file, literal_values, reproduction_statement
+from ..statement import reproduction_statement
 from .answer import seed_answer
-from .context import task_id_for, without_stated_fields, workspace_text
+from .context import seed_data, task_id_for, without_stated_fields, workspace_text
 
 
 def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, recorder: StageRecorder,
@@ -27,10 +26,7 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
                         "the program printed no 'label: value' result, wrote no readable JSON/CSV result "
                         "and drew no figure with data")
         return None
-    data = {f.path: (tree / f.path).read_bytes() for f in seed.data_files}
-    used = set().union(*map(literal_values, program.values()))  # columns the analysis names are listed first
-    data_lines = [describe_data_file(f, data[f.path], parameters=f.path == seed.parameters_file, used=used)
-                  for f in seed.data_files]
+    data, data_lines = seed_data(seed, program)
     sources = [program[p] for p in seed.program_files]
     outline = program_outline(program, seed.script)
     # An outline past MAX_STEPS is no statement anyone reads: ``build_seed_tasks`` drops such a Reproduction
