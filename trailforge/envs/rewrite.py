@@ -17,7 +17,8 @@ from pydantic import BaseModel, Field
 from ..io import StageRecorder, TaskRow
 from ..llm import BudgetExhausted, LLMClient, LLMError
 from .statement import rounding
-from .verify import _significant_forms, field_needles
+from .statement import field_needles
+from .verify import significant_forms
 
 _INSTRUCTIONS = (
     "You edit exercise statements for research agents that practise scientific data analysis. Rewrite the "
@@ -58,7 +59,7 @@ def check_rewrite(task: TaskRow, rewritten: str) -> tuple[str, str] | None:
             if needle in rewritten:
                 return "answer_leak", f"the rewrite contains the reference value {needle!r}"
     for value in task.derived_values:
-        if any(form in rewritten for form in _significant_forms(value)):
+        if any(form in rewritten for form in significant_forms(value)):
             return "answer_leak", "the rewrite contains an intermediate value the answer derives from"
     return None
 

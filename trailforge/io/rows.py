@@ -154,7 +154,7 @@ class TaskRow(_Row):
 
 
 class VerifiedTaskRow(TaskRow):
-    # Per field: rtol, atol; a number list or table also rtols, atols (per element or cell, see envs.verify.calibrate).
+    # Per field: rtol, atol; a number list or table also rtols, atols (per element or cell, see envs.verify.tolerances.calibrate).
     tolerances: dict[str, dict[str, Any]]
     checks: dict[str, Any]
 

@@ -60,7 +60,7 @@ def test_without_a_flag_it_prints_each_stages_deps(project, capsys):
     assert main(["deps", "--dvc-file", str(project / "dvc.yaml")]) == 0
     out = capsys.readouterr().out
     assert "statements:\n  - stages/statements.py\n" in out
-    assert "  - trailforge/envs/verify.py\n" in out.split("statements:")[1].split("verify:")[0]
+    assert "  - trailforge/envs/verify/checks.py\n" in out.split("statements:")[1].split("verify:")[0]
 
 
 def test_unreadable_inputs_are_errors_not_tracebacks(project, capsys):

@@ -205,10 +205,10 @@ def test_committed_dvc_yaml_code_deps_match_the_imports():
 def test_a_dropped_dep_fails_the_check_and_the_rewrite_restores_it():
     text = _committed()
     statements = text.index("  statements:")
-    dropped = text[:statements] + text[statements:].replace("      - trailforge/envs/verify.py\n", "", 1)
+    dropped = text[:statements] + text[statements:].replace("      - trailforge/envs/verify/checks.py\n", "", 1)
     assert dropped != text
     drift = check_deps(dropped, PROJECT_ROOT)
-    assert [(d.stage, d.missing, d.stale) for d in drift] == [("statements", ["trailforge/envs/verify.py"], [])]
+    assert [(d.stage, d.missing, d.stale) for d in drift] == [("statements", ["trailforge/envs/verify/checks.py"], [])]
     assert rewrite_deps(dropped, generated_deps(dropped, PROJECT_ROOT)) == text
 
 
@@ -229,7 +229,7 @@ def test_release_depends_on_the_code_that_writes_every_exported_eval():
 
 def test_statements_and_release_rerun_on_verify_but_no_stage_on_an_unimported_module():
     stages = yaml.safe_load(_committed())["stages"]
-    with_verify = {name for name, stage in stages.items() if "trailforge/envs/verify.py" in stage.get("deps", [])}
+    with_verify = {name for name, stage in stages.items() if "trailforge/envs/verify/checks.py" in stage.get("deps", [])}
     assert {"statements", "verify", "release"} <= with_verify
     assert "discover" not in with_verify
     every_dep = {dep for stage in stages.values() for dep in stage.get("deps", [])}
