@@ -243,7 +243,7 @@ def known_limitations(stats: dict[str, Any], recipe_facts: dict[str, Any]) -> li
                  "error in the original analysis carries into the answer.")
     if "correction" in counts["by_task_type"]:
         notes.append("Correction defects are synthetic mutations from a fixed operator registry "
-                     "(trailforge/envs/mutations.py); they are realistic slips but not a sample of real bugs.")
+                     "(trailforge/envs/mutations/); they are realistic slips but not a sample of real bugs.")
     missing = [r["repo_id"] for r in stats["repositories"] if r["license_files"] == []]
     if missing:
         notes.append(f"{len(missing)} of {len(stats['repositories'])} source repositories carry no license file "
