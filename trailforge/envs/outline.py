@@ -43,6 +43,65 @@ class Outline:
     steps: int = 0
     hidden_strings: int = 0
     cut_lines: int = 0
+    unused_functions: int = 0  # top-level functions and classes left out because nothing reachable names them
+
+
+def _names_in(nodes) -> set[str]:
+    """Every name a piece of code could reach a top-level function or class by: names, attribute names
+    (``helper.fit``, ``obj.fit``) and short identifier-like strings (``getattr(module, 'fit')``)."""
+    found = set()
+    for top in nodes:
+        for node in ast.walk(top):
+            if isinstance(node, ast.Name):
+                found.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                found.add(node.attr)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+                found.add(node.value)
+    return found
+
+
+def unreachable_definitions(program: dict[str, str], entry: str) -> dict[str, list[tuple[str, int, int]]]:
+    """Top-level functions and classes of the program's ``.py`` files that no code run from ``entry`` names:
+    ``{path: [(name, first line, last line)]}``.
+
+    What runs is every module's top-level code that is not a definition (the entry's, its main guard, and
+    each helper module's, run when imported); a definition is reached when reached code names it, by any
+    name in any file (an over-approximation: a method called ``fit`` keeps a function ``fit``). A decorated
+    definition is always kept (a decorator may register it), and a file that does not parse keeps all."""
+    trees = {}
+    for path, text in program.items():
+        if path.endswith(".py"):
+            try:
+                trees[path] = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError):
+                return {}
+    definitions: dict[str, list[tuple[str, ast.stmt]]] = {}
+    roots = []
+    for path, tree in trees.items():
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not node.decorator_list:
+                definitions.setdefault(node.name, []).append((path, node))
+            else:
+                roots.append(node)
+    reached: set[int] = set()
+    pending = _names_in(roots)
+    seen: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for _, node in definitions.get(name, []):
+            if id(node) not in reached:
+                reached.add(id(node))
+                pending |= _names_in([node]) - seen
+    unused: dict[str, list[tuple[str, int, int]]] = {}
+    for name, places in definitions.items():
+        for path, node in places:
+            if id(node) not in reached:
+                unused.setdefault(path, []).append((name, node.lineno, node.end_lineno or node.lineno))
+    return unused
 
 
 def _safe_string(text: str) -> bool:
@@ -136,12 +195,17 @@ def _header(stmt: ast.stmt, outline: Outline) -> str | None:
 
 
 def _walk(body: list[ast.stmt], depth: int, outline: Outline, skip: frozenset[str] = frozenset(),
-          number: int = 0) -> int:
-    """Append ``body``'s steps, numbered on from ``number``; returns the last number used."""
+          number: int = 0, unused: frozenset[int] = frozenset()) -> int:
+    """Append ``body``'s steps, numbered on from ``number``; returns the last number used. ``unused``: first
+    lines of top-level definitions nothing reachable names (left out)."""
     for stmt in body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Pass, ast.Global, ast.Nonlocal)):
             continue
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in skip:
+            continue
+        if depth == 0 and isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and stmt.lineno in unused:
+            outline.unused_functions += 1
             continue
         if isinstance(stmt, ast.Expr) and _call_name(stmt.value) in skip:
             # The slice's own report call: where (and in which loop pass) the asked-for value is taken.
@@ -158,7 +222,7 @@ def _walk(body: list[ast.stmt], depth: int, outline: Outline, skip: frozenset[st
         if _is_cosmetic(stmt):
             continue
         if _is_main_guard(stmt):
-            number = _walk(stmt.body, depth, outline, skip, number)  # its steps go on the module's numbering
+            number = _walk(stmt.body, depth, outline, skip, number, unused)  # on the module's numbering
             continue
         header = _header(stmt, outline)
         number += 1
@@ -199,8 +263,11 @@ def _walk(body: list[ast.stmt], depth: int, outline: Outline, skip: frozenset[st
 def program_outline(program: dict[str, str], entry: str, skip: frozenset[str] = frozenset()) -> Outline:
     """The outline of ``entry``, then of every other file of the program (its helper modules). Functions named
     in ``skip`` are left out; a statement that only calls one with ``(name, value)`` (a slice's ``report_result``)
-    becomes the step that says the value there is the requested result."""
+    becomes the step that says the value there is the requested result. Top-level functions and classes that
+    nothing run from ``entry`` names are left out (``unreachable_definitions``; ``verify`` leaves the same
+    code out of what a statement must state), and a last line says so."""
     outline = Outline()
+    unused = unreachable_definitions(program, entry)
     for path in [entry, *sorted(p for p in program if p != entry)]:
         if not path.endswith(".py"):
             continue
@@ -209,7 +276,9 @@ def program_outline(program: dict[str, str], entry: str, skip: frozenset[str] = 
             shown = path if _safe_string(path) else HIDDEN
             outline.lines.append(f"In the helper module `{shown}`:")
         before = len(outline.lines)
-        _walk(tree.body, 0, outline, skip)
+        _walk(tree.body, 0, outline, skip, unused=frozenset(first for _, first, _ in unused.get(path, [])))
         if path != entry and len(outline.lines) == before:
             outline.lines.pop()
+    if outline.unused_functions:
+        outline.lines.append("(Functions and classes the program defines but never uses are left out.)")
     return outline

@@ -1,4 +1,4 @@
-from trailforge.envs.outline import HIDDEN, MAX_STEPS, program_outline
+from trailforge.envs.outline import HIDDEN, MAX_STEPS, program_outline, unreachable_definitions
 from trailforge.envs.statement import reproduction_statement
 
 # ponnhide/DS4GD_HM sample_program/plot2.py, in substance: the line it draws is a running sum.
@@ -54,6 +54,29 @@ def test_helper_modules_follow_the_entry_script():
     lines = program_outline(program, "main.py").lines
     assert lines == ["1. `print(f(2))`", "In the helper module `lib.py`:",
                      "1. define the function `f` of `x`:", "   1. `return x * 3`"]
+
+
+def test_functions_and_classes_nothing_reachable_names_are_left_out():
+    """Reviewers' most frequent note: a helper module printed whole, its unused functions included."""
+    program = {"main.py": "from lib import fit\nimport lib\nprint(fit(2), lib.apply(scale))\n\n"
+                          "def scale(v):\n    return v * 10\n\ndef unused_here(v):\n    return v - 99\n",
+               "lib.py": "OFFSET = 0.5\n\ndef fit(x):\n    return helper(x) + OFFSET\n\ndef helper(x):\n"
+                         "    return x * 3\n\ndef apply(f):\n    return f(1)\n\ndef plot_all(x):\n"
+                         "    return x / 7\n\nclass Unused:\n    k = 4\n\n@register\ndef hook(x):\n"
+                         "    return x + 5\n"}
+    outline = program_outline(program, "main.py")
+    text = "\n".join(outline.lines)
+    # reached: directly (fit), through another reached function (helper), as an attribute (lib.apply),
+    # passed by name (scale); a decorated definition may register itself and stays
+    for shown in ("`fit`", "`helper`", "`apply`", "`scale`", "`hook`", "`OFFSET = 0.5`"):
+        assert shown in text, shown
+    assert "unused_here" not in text and "plot_all" not in text and "Unused" not in text
+    assert outline.unused_functions == 3
+    assert outline.lines[-1] == "(Functions and classes the program defines but never uses are left out.)"
+    assert unreachable_definitions(program, "main.py") == {"main.py": [("unused_here", 8, 9)],
+                                                           "lib.py": [("plot_all", 12, 13), ("Unused", 15, 16)]}
+    # nothing left out, no note
+    assert "never uses" not in "\n".join(program_outline({"m.py": "print(1)\n"}, "m.py").lines)
 
 
 def test_branches_and_failures_are_labelled():

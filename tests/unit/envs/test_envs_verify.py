@@ -364,6 +364,23 @@ def test_a_number_the_agent_cannot_know_makes_the_task_underspecified():
     assert unstated_numbers(given, workspace) == []
 
 
+def test_numbers_and_texts_of_functions_the_program_never_uses_need_not_be_stated():
+    """The outline leaves out what nothing reachable names; the check must ask for no more than it shows."""
+    from trailforge.envs.verify import check_specified, unstated_choices, unstated_numbers
+
+    program = {"analysis.py": "import numpy as np\nrows = np.loadtxt('data/temps.csv', delimiter=',', skiprows=1)\n"
+                              "print('mean:', rows[:, 1].mean())\n\ndef old_variant(r):\n"
+                              "    return r[r[:, 0] == 'C2R'].mean() * 1.08\n"}
+    workspace = {"data/temps.csv": DATA}
+    assert unstated_numbers(make_task(program=program), workspace) == []
+    assert unstated_choices(make_task(program=program)) == []
+    check_specified(make_task(program=program), workspace)
+    # once the program uses it, its number and its category are asked for
+    used = {"analysis.py": program["analysis.py"] + "print('variant:', old_variant(rows))\n"}
+    assert [v for v, *_ in unstated_numbers(make_task(program=used), workspace)] == [1.08]
+    assert [t for t, *_ in unstated_choices(make_task(program=used))] == ["C2R"]
+
+
 def test_a_category_the_analysis_keeps_must_be_stated_even_when_it_is_in_the_data():
     """A reviewer could not tell that only animal C2R counted: the category is in the data, which says nothing
     about which one the analysis picks."""

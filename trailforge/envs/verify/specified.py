@@ -6,6 +6,7 @@ import ast
 from collections.abc import Callable, Iterator
 
 from ...io import TaskRow
+from ..outline import unreachable_definitions
 from ..slicing import REPORT_FUNCTION
 from ..statement import analysis_numbers, contains_number as _contains_number
 from .rejected import Rejected
@@ -34,17 +35,21 @@ def unstated_numbers(task: TaskRow, workspace: dict[str, bytes]) -> list[tuple[f
 
 def _answer_code(task: TaskRow) -> Iterator[tuple[str, str, Callable[[int], bool]]]:
     """``(path, source, kept(line))`` of the code the answer comes from. A Subflow's is its slice: the entry
-    script's cut text, and the kept statements of a helper module."""
+    script's cut text, and the kept statements of a helper module. Functions and classes nothing run from the
+    entry names are left out, as the statement's outline leaves them out (``outline.unreachable_definitions``)."""
     spans: dict[str, list] = {}
     for path, first, last in task.construction.get("slice_spans", []) if task.task_type == "subflow" else ():
         spans.setdefault(path, []).append((first, last))
     paths = [task.entrypoint, *spans] if task.task_type == "subflow" else list(task.reference_program)
+    unused = unreachable_definitions(task.reference_program, task.entrypoint)
     for path in paths:
         if path in task.reference_program:
             ranges = spans.get(path)
+            dropped = [(first, last) for _, first, last in unused.get(path, [])]
             yield path, task.reference_program[path], (
-                (lambda line, ranges=ranges: any(first <= line <= last for first, last in ranges)) if ranges
-                else (lambda line: True))
+                lambda line, ranges=ranges, dropped=dropped:
+                    (not ranges or any(first <= line <= last for first, last in ranges))
+                    and not any(first <= line <= last for first, last in dropped))
 
 
 def unstated_choices(task: TaskRow) -> list[tuple[str, str, int]]:
