@@ -79,13 +79,25 @@ class ArgumentNeeds:
         return bool(self.positional or self.required_options or self.argv_indices)
 
 
-def run_note(script: str, cwd: str, args) -> str:
-    """A statement's sentence on how the program is started; empty for the root without arguments."""
-    if cwd in ("", ".") and not args:
-        return ""
-    command = shlex.join(["python", relative_to(cwd, script), *args])
-    folder = "the workspace root" if cwd in ("", ".") else f"the workspace folder `{cwd}`"
-    return f"\n\nThe program is run from {folder} as `{command}`.\n"
+def run_note(script: str, cwd: str, args, folders=(), data_paths=()) -> str:
+    """A statement's sentences on how the program is started and on the folders it writes into that the
+    workspace lacks (``folders``: the seed's ``output_folders``; ``data_paths``: the workspace's files); empty
+    for the root without arguments and with nothing to create."""
+    from .statement import inline_code  # repository paths are shown as code that nothing in them can end
+
+    sentences = []
+    if cwd not in ("", ".") or args:
+        command = shlex.join(["python", relative_to(cwd, script), *args])
+        folder = "the workspace root" if cwd in ("", ".") else f"the workspace folder {inline_code(cwd)}"
+        sentences.append(f"The program is run from {folder} as {inline_code(command)}.")
+    # A folder holding a data file arrives with the data; an empty one does not (a download, a Hub copy).
+    missing = [f for f in folders if not any(p.startswith(f"{f}/") for p in data_paths)]
+    if missing:
+        which = "this folder" if len(missing) == 1 else "these folders"
+        subject = "It" if sentences else "The program"
+        sentences.append(f"{subject} writes files into {', '.join(inline_code(f) for f in missing)} under the workspace, "
+                         f"which the data do not include: create {which} before running it.")
+    return f"\n\n{' '.join(sentences)}\n" if sentences else ""
 
 
 def relative_to(cwd: str, path: str) -> str:

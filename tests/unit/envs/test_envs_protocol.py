@@ -80,3 +80,14 @@ def test_the_statement_note_says_where_and_how_the_program_starts():
     assert run_note("a/b.py", ".", []) == ""
     assert "`python b.py x.csv`" in run_note("a/b.py", "a", ["x.csv"])
     assert "the workspace folder `a`" in run_note("a/b.py", "a", ["x.csv"])
+
+
+def test_the_note_names_the_output_folders_the_workspace_lacks():
+    """A reviewer's workspace had no `exported_data/`: the program's first write failed. A folder that holds a
+    data file arrives with the data and is not named."""
+    note = run_note("b.py", ".", [], ["data", "exported_data"], ["data/x.csv"])
+    assert note == ("\n\nThe program writes files into `exported_data` under the workspace, which the data do not "
+                    "include: create this folder before running it.\n")
+    both = run_note("a/b.py", "a", ["x.csv"], ["out", "fig`s"], [])
+    assert both.startswith("\n\nThe program is run from the workspace folder `a` as `python b.py x.csv`. It writes")
+    assert "`out`, `` fig`s ``" in both and "these folders" in both  # a backtick in a name cannot end its code span

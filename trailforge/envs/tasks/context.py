@@ -121,7 +121,8 @@ class SeedContext:
             entrypoint=self.seed.script, workspace_files=self.seed.data_files, tree=self.seed.tree,
             distributions=self.seed.distributions, sandbox_spec=self.seed.sandbox_spec,
             cwd=self.seed.cwd, args=list(self.seed.args), output_folders=list(self.seed.output_folders),
-            **{**fields, "statement": fields["statement"] + run_note(self.seed.script, self.seed.cwd, self.seed.args)},
+            **{**fields, "statement": fields["statement"] + run_note(self.seed.script, self.seed.cwd, self.seed.args,
+                                                                  self.seed.output_folders, self.data)},
         )
 
 

@@ -46,7 +46,7 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
         seed_id=seed.seed_id,
         repo_id=seed.repo_id,
         discipline=seed.discipline,
-        statement=statement + run_note(seed.script, seed.cwd, seed.args),
+        statement=statement + run_note(seed.script, seed.cwd, seed.args, seed.output_folders, data),
         answer_schema=schema,
         reference_answer=answer,
         entrypoint=seed.script,
