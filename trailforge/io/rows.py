@@ -88,7 +88,7 @@ class SeedRow(_Row):
     # Names of the stdout lines that hold one bare number, by line index (as text): the expression of the
     # print() call that printed each, from the traced seed run (``envs/printed/sites.py``); {} when none.
     stdout_names: dict[str, str] = Field(default_factory=dict)
-    # Where the script was cut (``envs/seeds.py``, ``cut_before``): no start ran it to the end, so the seed is
+    # Where the script was cut (``envs/seeds/cuts.py``, ``cut_before``): no start ran it to the end, so the seed is
     # the part before the top-level statement that failed at this line; None for a script that ran whole.
     cut_before_line: int | None = None
 

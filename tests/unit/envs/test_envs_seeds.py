@@ -53,7 +53,7 @@ def test_a_script_is_cut_before_the_top_level_statement_that_failed():
 
 
 def test_a_removed_matplotlib_style_sends_the_script_to_an_older_era():
-    from trailforge.envs.seeds import _ERA_ERRORS
+    from trailforge.envs.seeds import ERA_ERRORS
 
-    assert _ERA_ERRORS.search("OSError: 'seaborn-ticks' is not a valid package style, path of style file, URL")
-    assert not _ERA_ERRORS.search("FileNotFoundError: [Errno 2] No such file or directory: 'blanks.csv'")
+    assert ERA_ERRORS.search("OSError: 'seaborn-ticks' is not a valid package style, path of style file, URL")
+    assert not ERA_ERRORS.search("FileNotFoundError: [Errno 2] No such file or directory: 'blanks.csv'")
