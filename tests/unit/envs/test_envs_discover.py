@@ -89,6 +89,29 @@ def test_a_search_candidate_that_fits_is_kept(tmp_path):
     assert rejects == set() and [r.discipline for r in rows] == ["ecology"]
 
 
+def test_the_code_names_the_field_when_the_readme_does_not(tmp_path):
+    """Real READMEs are often one line; the code says what it measures (hydrogeog/hydro was `unknown`)."""
+    make_repo(tmp_path / "hydro", {"README.md": "Some scripts.\n", "runs.csv": "a\n1\n",
+                                   "flow.py": "discharge = read('q.csv')\nbase_flow = separate(discharge)\n"
+                                              "# baseflow index of the catchment\nprint(base_flow.mean())\n"})
+    rows, _, _ = _run([RepoEntry(path="hydro")], _domain(), tmp_path)
+    assert rows[0].discipline == "earth_science"
+    assert rows[0].discipline_scores["earth_science"] == 4  # discharge x2, baseflow, catchment (`base_flow` is two words)
+
+
+def test_many_words_of_a_field_outvote_one_word_repeated(tmp_path):
+    """An SIR course says `population` on every line; infection, incidence and vaccination say epidemiology."""
+    code = "population = 1000\n" * 40 + "infections = incidence * population\nvaccination = 0.3\n"
+    make_repo(tmp_path / "sir", {"README.md": "Course notebooks.\n", "sir.py": code})
+    rows, _, _ = _run([RepoEntry(path="sir")], _domain(), tmp_path)
+    scores = rows[0].discipline_scores
+    assert scores["ecology"] == 10 and scores["epidemiology"] == 3  # `population` adds at most 10 ...
+    make_repo(tmp_path / "sir2", {"README.md": "SIR model of an epidemic outbreak: transmission, prevalence.\n",
+                                  "sir.py": code})
+    rows, _, _ = _run([RepoEntry(path="sir2")], _domain(), tmp_path)
+    assert rows[0].discipline == "epidemiology"  # ... and the README's own words count three times
+
+
 def test_the_demo_repositories_keep_their_disciplines():
     data = compose("demo", root=PROJECT_ROOT)
     validate(data)
