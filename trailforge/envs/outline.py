@@ -26,7 +26,7 @@ LINE_LIMIT = 400
 HIDDEN = "\u2026"
 
 # Calls that only dress a figure or a console: their arguments change no result.
-_COSMETIC_CALLS = {
+COSMETIC_CALLS = {
     "set_xlabel", "set_ylabel", "set_zlabel", "set_title", "xlabel", "ylabel", "title", "suptitle", "legend",
     "grid", "tight_layout", "savefig", "show", "close", "set_xticks", "set_yticks", "xticks", "yticks",
     "set_xticklabels", "set_yticklabels", "tick_params", "set_aspect", "subplots_adjust", "colorbar",
@@ -145,7 +145,7 @@ def _code(node: ast.AST, outline: Outline) -> str:
     return f"`{text}`" if "`" not in text else f"`{HIDDEN}`"
 
 
-def _call_name(node: ast.AST) -> str | None:
+def call_name(node: ast.AST) -> str | None:
     if isinstance(node, ast.Call):
         func = node.func
         if isinstance(func, ast.Attribute):
@@ -157,7 +157,7 @@ def _call_name(node: ast.AST) -> str | None:
 
 def _is_cosmetic(stmt: ast.stmt) -> bool:
     if isinstance(stmt, ast.Expr):
-        return _call_name(stmt.value) in _COSMETIC_CALLS
+        return call_name(stmt.value) in COSMETIC_CALLS
     if isinstance(stmt, (ast.Assign, ast.AugAssign)):
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
         # plt.rcParams['font.size'] = 12
@@ -207,7 +207,7 @@ def _walk(body: list[ast.stmt], depth: int, outline: Outline, skip: frozenset[st
                 and stmt.lineno in unused:
             outline.unused_functions += 1
             continue
-        if isinstance(stmt, ast.Expr) and _call_name(stmt.value) in skip:
+        if isinstance(stmt, ast.Expr) and call_name(stmt.value) in skip:
             # The slice's own report call: where (and in which loop pass) the asked-for value is taken.
             args = stmt.value.args
             if len(args) == 2:

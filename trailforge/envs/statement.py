@@ -22,7 +22,7 @@ from pathlib import PurePosixPath
 
 from ..io import AnswerField, FileEntry
 from .answers import label_problem
-from .outline import HIDDEN
+from .outline import COSMETIC_CALLS, HIDDEN, call_name
 from .printed import LINE_SOURCE
 
 _BORING_CALLS = {
@@ -364,6 +364,8 @@ def _matters(node: ast.AST, value, parents: dict[int, ast.AST]) -> bool:
             return False  # x[:, 3]: where to look, not how to compute (a mask x[x > 2.5] is; so is a window 0:200)
         if isinstance(parent, ast.keyword) and parent.arg in _PRESENTATION_KEYWORDS:
             return False
+        if isinstance(parent, ast.Call) and call_name(parent) in COSMETIC_CALLS:
+            return False  # plt.subplots_adjust(top=0.85), plt.title(name[39:-4]): the figure's dress, not its data
         if isinstance(parent, ast.JoinedStr):
             return False  # a format width inside an f-string
         child, parent = parent, parents.get(id(parent))
@@ -690,6 +692,9 @@ def completion_statement(repo_id: str, discipline: str, script: str, data: list[
         ]
         if hole["operations"]:
             lines.append("The original used " + ", ".join(f"`{o}`" for o in hole["operations"][:6]) + ".")
+    if hole.get("numbers"):
+        lines.append("The removed code wrote these numbers: " + ", ".join(f"`{v!r}`" for v in hole["numbers"])
+                     + ".")
     lines += [
         "",
         "Implement the missing step so that the analysis runs to the end and gives the results of the original "

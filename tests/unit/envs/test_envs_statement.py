@@ -273,12 +273,22 @@ def test_a_window_of_rows_is_a_parameter_the_statement_gives():
     """Ryn-Oliphant's Young's modulus is a fit over rows 0:200 only: no reader of the data alone can know that."""
     from trailforge.envs.statement import analysis_numbers, parameters
 
-    source = ("fit = np.polyfit(data[0:200, 5], data[0:200, 1], 1)\ntail = x[-50:]\n"
-              "plt.title('Stress vs Strain of ' + name[39:-4])\n")
+    source = ("fit = np.polyfit(data[0:200, 5], data[0:200, 1], 1)\ntail = x[-50:]\nlabel = name[39:-4]\n")
     assert {(v, c) for v, _, c in analysis_numbers(source)} == {
         (200, "np.polyfit(data[0:200, 5], data[0:200, 1], 1)"), (-50, "tail = x[-50:]"),
-        (39, "name[39:-4]"), (-4, "name[39:-4]")}  # the title's text is untrusted: only the cut is shown
-    assert parameters(source) == ["np.polyfit(data[0:200, 5], data[0:200, 1], 1)", "tail = x[-50:]", "name[39:-4]"]
+        (39, "label = name[39:-4]"), (-4, "label = name[39:-4]")}
+    assert parameters(source) == ["np.polyfit(data[0:200, 5], data[0:200, 1], 1)", "tail = x[-50:]",
+                                  "label = name[39:-4]"]
+
+
+def test_numbers_that_only_dress_a_figure_are_not_parameters():
+    """Ryn-Oliphant's title cuts the file name (``name[39:-4]``) and ZoharBNH5 leaves room for a suptitle
+    (``subplots_adjust(top=0.85)``): neither moves a value the figure shows, so no statement must give them."""
+    from trailforge.envs.statement import analysis_numbers
+
+    source = ("plt.title('Stress vs Strain of ' + name[39:-4])\nplt.savefig('fig_' + name[39:-4] + '.png')\n"
+              "plt.subplots_adjust(top=0.85)\nplt.plot(x, y[10:])\n")
+    assert [(v, c) for v, _, c in analysis_numbers(source)] == [(10, "plt.plot(x, y[10:])")]
 
 
 # --- rounding instructions match how the value was printed (issue 18) --------------------------------------
