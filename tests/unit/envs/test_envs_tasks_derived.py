@@ -83,3 +83,39 @@ def test_corrections_never_edit_the_lines_that_read_a_generated_parameters_file(
     assert candidates(None) & reads, "without the mark, the key swap on a read line is a candidate"
     edited = candidates(rewritten.path)
     assert edited and not edited & reads, "the model's own lines (the Euler step) are still candidates"
+
+
+def test_a_hole_reached_only_after_every_graded_field_is_reported_is_rejected():
+    """ZLS92: the hole sat in a figure drawn after the graded results; the unfilled program crashed there, yet
+    its answer was complete and the eval accepted it (verify: eval_accepts_incomplete)."""
+    from trailforge.envs.tasks.completion import graded_hole_problem
+    from trailforge.io import AnswerField
+
+    schema = [AnswerField(name=n, type="number", label=n, source="stdout") for n in ("slope", "rmse")]
+    answer = {"slope": 2.5, "rmse": 0.31}
+    crashed_late = (False, dict(answer))
+    assert graded_hole_problem(schema, answer, {}, crashed_late, (True, {"slope": 0.0, "rmse": 9.0}))[0] \
+        == "hole_after_results"
+    assert graded_hole_problem(schema, answer, {}, (True, dict(answer)), (True, dict(answer)))[0] == "hole_not_needed"
+    crashed_early = (False, {})
+    assert graded_hole_problem(schema, answer, {}, crashed_early, (True, dict(answer)))[0] == "hole_not_graded"
+    assert graded_hole_problem(schema, answer, {}, crashed_early, (True, {"slope": 0.0, "rmse": 0.31})) is None
+    # judged on the fields the statement grades: a change only in a field it dropped does not count
+    assert graded_hole_problem(schema[:1], {"slope": 2.5}, {}, (False, {"slope": 2.5, "rmse": 7.0}),
+                               (False, {}))[0] == "hole_after_results"
+
+
+def test_the_numbers_of_a_removed_step_are_stated():
+    """The agent never sees the removed code: AndrehChu's shrinkage weight (0.25) or ZoharBNH5's bin edges
+    (np.arange(0, 600 + 150, 150)) must come from the statement, and verify asks for them."""
+    from trailforge.envs.statement import completion_statement
+    from trailforge.envs.tasks.completion import removed_numbers
+
+    source = ("import numpy as np\nv = np.loadtxt('d.txt')\nshrunk = 0.25 * v + 0.25 * v.var()\n"
+              "edges = np.arange(0, 600 + 150, 150)\nprint('Mean:', shrunk.mean(), np.histogram(v, edges)[0])\n")
+    assert removed_numbers(source, 3, 3) == [0.25]
+    assert sorted(removed_numbers(source, 4, 4)) == [150, 600]
+    hole = {"kind": "block", "path": "a.py", "line": 3, "end_line": 3, "scope": "<module>",
+            "defines": {"shrunk": None}, "reads": ["v"], "operations": ["v.var"], "numbers": [0.25]}
+    text = completion_statement("r", "ecology", "a.py", [], hole, ["a.py"], [], {})
+    assert "`0.25`" in text

@@ -364,6 +364,27 @@ def test_a_number_the_agent_cannot_know_makes_the_task_underspecified():
     assert unstated_numbers(given, workspace) == []
 
 
+def test_a_completion_must_state_the_numbers_of_the_step_it_removed():
+    """The agent has the program with its hole, not the removed line: a weight written only there (0.25) must be
+    stated; one the rest of the program also writes (1.08 below) can be read there."""
+    from trailforge.envs.verify import check_specified, unstated_numbers
+
+    program = {"analysis.py": "import numpy as np\nrows = np.loadtxt('data/temps.csv', delimiter=',', skiprows=1)\n"
+                              "w = 0.25 * rows[:, 1] * 1.08\nprint('mean:', w.mean() * 1.08)\n"}
+    holed = {"analysis.py": program["analysis.py"].replace("w = 0.25 * rows[:, 1] * 1.08",
+                                                           "raise NotImplementedError('missing step: compute w')")}
+    task = make_task(program=program).model_copy(update={
+        "task_type": "completion", "workspace_program": holed,
+        "construction": {"kind": "block", "path": "analysis.py", "line": 3, "removed_lines": [3, 3]}})
+    workspace = {"data/temps.csv": DATA}
+    assert [v for v, *_ in unstated_numbers(task, workspace)] == [0.25]
+    with pytest.raises(Rejected) as err:
+        check_specified(task, workspace)
+    assert err.value.reason == "underspecified"
+    stated = task.model_copy(update={"statement": STATEMENT + "\nThe removed code wrote these numbers: `0.25`.\n"})
+    check_specified(stated, workspace)
+
+
 def test_numbers_and_texts_of_functions_the_program_never_uses_need_not_be_stated():
     """The outline leaves out what nothing reachable names; the check must ask for no more than it shows."""
     from trailforge.envs.verify import check_specified, unstated_choices, unstated_numbers

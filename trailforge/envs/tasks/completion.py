@@ -8,8 +8,9 @@ import math
 
 from ...io import TaskRow
 from ..parsing import parse_python
-from ..statement import completion_statement
+from ..statement import analysis_numbers, completion_statement
 from ..workflow import WRITE_CALLS, Unit, observations, unit_runs
+from .compare import differences
 from .context import SeedContext, feeds_output, parameter_lines, round_robin, task_id_for, without_stated_fields
 
 
@@ -68,6 +69,7 @@ def _function_hole(ctx, name, path, def_line, body: list[Unit], call) -> dict | 
         "kind": "function", "name": name, "path": path, "line": start, "end_line": end, "scope": name,
         "signature": signature, "calls": call["count"], "args": call.get("args", {}), "returns": call.get("returns"),
         "docstring": bool(docstring), "stub": stub, "removed": removed,
+        "removed_lines": [first_body, end], "numbers": removed_numbers(ctx.sources[path], first_body, end),
     }
 
 
@@ -92,7 +94,20 @@ def _block_hole(ctx, unit: Unit, units: list[Unit], runs, values) -> dict | None
                                           for n in defines},
         "reads": sorted((unit.uses & earlier) - set(defines) - ctx.modules) or sorted((unit.uses & earlier) - ctx.modules),
         "operations": operations, "stub": stub, "removed": "".join(lines[unit.line - 1:unit.end_line]),
+        "removed_lines": [unit.line, unit.end_line],
+        "numbers": removed_numbers(ctx.sources[unit.path], unit.line, unit.end_line),
     }
+
+
+def removed_numbers(source: str, first: int, last: int) -> list[float]:
+    """The numbers written in lines ``first..last`` that can change a result (``statement.analysis_numbers``),
+    each once: the agent never sees the removed code, so the statement gives them
+    (a shrinkage weight of 0.25, the bin edges of ``np.arange(0, 750, 150)``)."""
+    found = []
+    for value, line, _ in analysis_numbers(source):
+        if first <= line <= last and value not in found:
+            found.append(value)
+    return found
 
 
 def build_completions(ctx: SeedContext) -> list[TaskRow]:
@@ -126,8 +141,9 @@ def build_completions(ctx: SeedContext) -> list[TaskRow]:
         # of the step must change a graded field (or make the program fail).
         zeroed = {**ctx.sources, hole["path"]: "".join(lines[:hole["line"] - 1]) + _zero_fill(hole)
                   + "".join(lines[hole["end_line"]:])}
-        result = ctx.run(zeroed)
-        if result.ok and ctx.changes(ctx.answer_of(result)[1]) == {}:
+        zeroed_result = ctx.run(zeroed)
+        zeroed_got = ctx.answer_of(zeroed_result)[1]
+        if zeroed_result.ok and ctx.changes(zeroed_got) == {}:
             ctx.recorder.reject(item, "hole_not_graded", "filling the hole with zeros leaves every graded field "
                                 "as it is: what it computes is not part of the answer")
             continue
@@ -137,6 +153,10 @@ def build_completions(ctx: SeedContext) -> list[TaskRow]:
             ctx.schema, ctx.answer, ctx.data_text, ctx.recorder)
         if statement is None:
             ctx.recorder.reject(item, "answer_in_statement", "the description of the hole gives every answer field")
+            continue
+        problem = graded_hole_problem(schema, answer, ctx.noise, (result.ok, got), (zeroed_result.ok, zeroed_got))
+        if problem:
+            ctx.recorder.reject(item, *problem)
             continue
         construction = dict(hole)
         tasks.append(ctx.base_task(
@@ -148,6 +168,26 @@ def build_completions(ctx: SeedContext) -> list[TaskRow]:
             derived_values=_hole_values(hole),
         ))
     return sorted(tasks, key=lambda t: t.task_id)
+
+
+def graded_hole_problem(schema, answer: dict, noise: dict[str, float], incomplete: tuple[bool, dict],
+                        zeroed: tuple[bool, dict]) -> tuple[str, str] | None:
+    """Why the fields a Completion statement grades cannot tell a filled hole from an unfilled or zero-filled
+    one, as ``(reason, message)``, or None. ``incomplete`` and ``zeroed``: ``(ran to the end, answer)`` of the
+    program with its hole and with zeros in its place. The eval grades what a program reported however it
+    ended, so a hole reached only after every graded field was reported (a crash in a later figure) would
+    pass unfilled."""
+    ok, got = incomplete
+    if differences(schema, answer, got, noise) == {}:
+        if ok:
+            return "hole_not_needed", "the program with the hole still gives every field the statement grades"
+        return "hole_after_results", ("the program with the hole reports every graded field before it stops: the "
+                                      "eval would accept it unfilled")
+    ok, got = zeroed
+    if ok and differences(schema, answer, got, noise) == {}:
+        return "hole_not_graded", ("filling the hole with zeros leaves every field the statement grades as it is: "
+                                   "what it computes is not part of the answer")
+    return None
 
 
 def _zero_fill(hole: dict) -> str:

@@ -15,10 +15,13 @@ from .rejected import Rejected
 def unstated_numbers(task: TaskRow, workspace: dict[str, bytes]) -> list[tuple[float, str, int, str]]:
     """Numbers of the reference program that can change the answer and that neither the statement nor a
     workspace file gives: ``(value, path, line, code)``. An agent that sees no code (Reproduction, Subflow)
-    cannot know them; where the workspace carries the program (Completion, Correction) it can read them."""
+    cannot know them; where the workspace carries the program (Completion, Correction) it can read them, all
+    but those of a Completion's removed step."""
+    texts = [task.statement, *(d.decode("utf-8", errors="replace") for d in workspace.values())]
+    if task.task_type == "completion":
+        return _unstated_removed_numbers(task, texts)
     if task.workspace_program:
         return []
-    texts = [task.statement, *(d.decode("utf-8", errors="replace") for d in workspace.values())]
     missing = []
     for path, source, kept in _answer_code(task):
         try:
@@ -31,6 +34,22 @@ def unstated_numbers(task: TaskRow, workspace: dict[str, bytes]) -> list[tuple[f
             if not any(_contains_number(text, form) for form in _number_forms(value) for text in texts):
                 missing.append((value, path, line, context))
     return missing
+
+
+def _unstated_removed_numbers(task: TaskRow, texts: list[str]) -> list[tuple[float, str, int, str]]:
+    """The numbers of a Completion's removed step that neither the statement nor the workspace (the program
+    with its hole, the data) gives: the agent writes that step without ever seeing it."""
+    path, lines = task.construction.get("path"), task.construction.get("removed_lines")
+    if not lines or path not in task.reference_program:
+        return []
+    texts = [*texts, *task.workspace_program.values()]
+    try:
+        found = analysis_numbers(task.reference_program[path])
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    return [(value, path, line, context) for value, line, context in found
+            if lines[0] <= line <= lines[1]
+            and not any(_contains_number(text, form) for form in _number_forms(value) for text in texts)]
 
 
 def _answer_code(task: TaskRow) -> Iterator[tuple[str, str, Callable[[int], bool]]]:
