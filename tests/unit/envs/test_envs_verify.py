@@ -593,6 +593,9 @@ def test_selects_a_value_reads_plot_anchor_and_printed_label():
     from trailforge.envs.verify import selects_a_value
     assert selects_a_value(AnswerField(name="a", type="number", label="x", source="plot:f1/ax1/line1#y.max"))
     assert selects_a_value(AnswerField(name="b", type="number", label="depth, maximum of column d", source="stdout"))
+    # AriaKoul's Subflow asks for ``max_parallax = np.max(parallax)``: the largest parallax is in the data
+    assert selects_a_value(AnswerField(name="max_parallax", type="number", label="max_parallax", source="result"))
+    assert not selects_a_value(AnswerField(name="climax_rate", type="number", label="climax rate", source="stdout"))
     assert not selects_a_value(AnswerField(name="c", type="number", label="mean of the y values",
                                            source="plot:f1/ax1/line1#y.mean"))
 

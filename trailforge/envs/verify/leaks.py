@@ -61,14 +61,16 @@ def check_construction(task: TaskRow) -> None:
             raise Rejected("defect_missing", "the defective line is not in the workspace program")
 
 
-_ORDER_STATISTIC = re.compile(r"\b(minimum|maximum)\b", re.IGNORECASE)
+# A word of a label or a snake_case name: ``max_parallax``, ``depth, maximum of column d`` (not ``climax``).
+_ORDER_STATISTIC = re.compile(r"(?<![a-z])(min|max|minimum|maximum)(?![a-z])", re.IGNORECASE)
 
 
 def selects_a_value(field) -> bool:
     """True for a field that picks one of the values it is computed over (a minimum or maximum): its value
     may stand in the data it was picked from."""
     anchor = field.source.rpartition("#")[2]
-    return anchor.rpartition(".")[2] in ("min", "max") or bool(_ORDER_STATISTIC.search(field.label))
+    return anchor.rpartition(".")[2] in ("min", "max") or any(
+        _ORDER_STATISTIC.search(text) for text in (field.label, field.name))
 
 
 def check_isolation(task: TaskRow, workspace: dict[str, bytes]) -> None:
