@@ -119,3 +119,25 @@ def test_the_numbers_of_a_removed_step_are_stated():
             "defines": {"shrunk": None}, "reads": ["v"], "operations": ["v.var"], "numbers": [0.25]}
     text = completion_statement("r", "ecology", "a.py", [], hole, ["a.py"], [], {})
     assert "`0.25`" in text
+
+
+def test_a_single_call_with_a_number_of_its_own_is_a_hole_and_a_bare_conversion_is_not():
+    """Ryn-Oliphant's Young's modulus is one np.polyfit over rows 0:200: a call and a window are two choices
+    (and the statement gives the 200). ``np.asarray(x)`` alone is one choice: no step worth a task."""
+    from types import SimpleNamespace
+
+    from trailforge.config.schema import TasksConfig
+    from trailforge.envs.tasks.completion import completion_holes
+    from trailforge.envs.workflow import analyse_program, build_graph
+
+    sources = {"main.py": ("import numpy as np\nd = np.loadtxt('t.txt')\narr = np.asarray(d)\n"
+                           "fit = np.polyfit(arr[0:200, 5], arr[0:200, 1], 1)\nprint('Modulus:', fit[0])\n")}
+    program = analyse_program(sources, "main.py")
+    units = [{"path": u.path, "line": u.line, "count": 1} for u in program.units()]
+    trace = {"units": units, "values": [], "calls": []}
+    ctx = SimpleNamespace(program=program, sources=sources, graph=build_graph(program, trace, [], []),
+                          workflow=SimpleNamespace(trace=trace), cfg=TasksConfig(), modules={"np"},
+                          seed=SimpleNamespace(script="main.py"))
+    holes = {h["line"]: h for h in completion_holes(ctx) if h["kind"] == "block"}
+    assert 3 not in holes
+    assert holes[4]["numbers"] == [200] and holes[4]["operations"] == ["numpy.polyfit"]

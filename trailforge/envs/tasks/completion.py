@@ -77,7 +77,13 @@ def _block_hole(ctx, unit: Unit, units: list[Unit], runs, values) -> dict | None
     if unit.kind not in ("Assign", "AugAssign", "AnnAssign", "For") or runs.get((unit.path, unit.line), 0) < 1:
         return None
     operations = [c for c in unit.calls if c != "arithmetic"]
-    if len(unit.calls) < 2 or "print" in unit.calls or set(c.split(".")[-1] for c in unit.calls) & WRITE_CALLS:
+    if "print" in unit.calls or set(c.split(".")[-1] for c in unit.calls) & WRITE_CALLS:
+        return None
+    numbers = removed_numbers(ctx.sources[unit.path], unit.line, unit.end_line)
+    # A step worth a hole makes at least two choices, one of them a named operation: two calls, or a call and
+    # a number of its own (Ryn-Oliphant's np.polyfit(data[0:200, 5], data[0:200, 1], 1) fits rows 0:200 only).
+    # ``y = x * 3.5`` (no operation) or ``a = np.asarray(b)`` (one choice) is no step.
+    if len(unit.calls) + len(numbers) < 2 or not operations:
         return None
     later = {name for u in units[unit.index + 1:] for name in u.uses}
     defines = sorted((unit.defs - unit.header_names) & later)
@@ -95,7 +101,7 @@ def _block_hole(ctx, unit: Unit, units: list[Unit], runs, values) -> dict | None
         "reads": sorted((unit.uses & earlier) - set(defines) - ctx.modules) or sorted((unit.uses & earlier) - ctx.modules),
         "operations": operations, "stub": stub, "removed": "".join(lines[unit.line - 1:unit.end_line]),
         "removed_lines": [unit.line, unit.end_line],
-        "numbers": removed_numbers(ctx.sources[unit.path], unit.line, unit.end_line),
+        "numbers": numbers,
     }
 
 
