@@ -188,6 +188,9 @@ class SubflowConfig(_Strict):
 class CompletionConfig(_Strict):
     max_per_seed: int = Field(4, ge=0, description="Completion tasks per seed program")
     max_body_statements: int = Field(30, ge=1, description="larger functions are workflows, not steps")
+    max_undocumented_statements: int = Field(
+        10, ge=1, description="a function without a docstring whose body holds more statements, nested ones "
+        "counted, is no hole: from its signature alone a reader cannot tell which of its choices it makes")
 
 
 class CorrectionConfig(_Strict):

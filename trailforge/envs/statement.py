@@ -682,6 +682,8 @@ def completion_statement(repo_id: str, discipline: str, script: str, data: list[
         ]
         if hole.get("docstring"):
             lines.append("Its docstring, kept in the code, says what it is for.")
+        if hole.get("operations"):
+            lines.append("The original body used " + ", ".join(f"`{o}`" for o in hole["operations"][:8]) + ".")
     else:
         lines += [
             f"In {inline_code(hole['path'])}, the statement that began at line {hole['line']} is missing"

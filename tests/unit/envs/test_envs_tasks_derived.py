@@ -141,3 +141,34 @@ def test_a_single_call_with_a_number_of_its_own_is_a_hole_and_a_bare_conversion_
     holes = {h["line"]: h for h in completion_holes(ctx) if h["kind"] == "block"}
     assert 3 not in holes
     assert holes[4]["numbers"] == [200] and holes[4]["operations"] == ["numpy.polyfit"]
+
+
+def test_an_undocumented_function_too_big_to_infer_is_no_hole_and_a_small_one_names_its_calls():
+    """andrehchu's calculate_p_values (a bespoke test: shrinkage, then negative binomial or Poisson, two-sided)
+    was a hole whose statement gave a signature and `0.25`: a reviewer's seven plausible bodies all missed."""
+    from types import SimpleNamespace
+
+    from trailforge.config.schema import TasksConfig
+    from trailforge.envs.statement import completion_statement
+    from trailforge.envs.tasks.completion import completion_holes
+    from trailforge.envs.workflow import analyse_program, build_graph
+
+    branches = "".join(f"        if v > {k}:\n            t = t + {k}\n" for k in range(3, 9))
+    sources = {"main.py": ("from scipy.stats import norm\n\n\ndef crit(h, f):\n    return -0.5 * (norm.ppf(h) + norm.ppf(f))\n"
+                           "\n\ndef bespoke(vals):\n    t = 0\n    for v in vals:\n" + branches + "    return t\n\n\n"
+                           "print('c:', crit(0.8, 0.2), 'b:', bespoke([4, 9]))\n")}
+    program = analyse_program(sources, "main.py")
+    units = [{"path": u.path, "line": u.line, "count": 1} for u in program.units()]
+    calls = [{"path": "main.py", "line": line, "count": 1, "args": {}, "returns": None}
+             for line in (program.functions["crit"][1], program.functions["bespoke"][1])]
+    trace = {"units": units, "values": [], "calls": calls}
+    ctx = SimpleNamespace(program=program, sources=sources, graph=build_graph(program, trace, [], []),
+                          workflow=SimpleNamespace(trace=trace), cfg=TasksConfig(), modules={"norm"},
+                          seed=SimpleNamespace(script="main.py"))
+    functions = {h["name"]: h for h in completion_holes(ctx) if h["kind"] == "function"}
+    assert "bespoke" not in functions  # 15 statements, no docstring
+    ctx.cfg = TasksConfig(completion={"max_undocumented_statements": 20})
+    assert "bespoke" in {h["name"] for h in completion_holes(ctx) if h["kind"] == "function"}
+    assert functions["crit"]["operations"] == ["scipy.stats.norm.ppf"] and functions["crit"]["numbers"] == [-0.5]
+    text = completion_statement("r", "neuroscience", "main.py", [], functions["crit"], ["main.py"], [], {})
+    assert "The original body used `scipy.stats.norm.ppf`." in text and "`-0.5`" in text

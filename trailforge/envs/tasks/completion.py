@@ -52,6 +52,9 @@ def _function_hole(ctx, name, path, def_line, body: list[Unit], call) -> dict | 
     node = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name)
     if not any(isinstance(n, ast.Return) and n.value is not None for n in ast.walk(node)):
         return None
+    nested = sum(isinstance(n, ast.stmt) for n in ast.walk(node)) - 1 - (1 if docstring else 0)
+    if not docstring and nested > ctx.cfg.completion.max_undocumented_statements:
+        return None  # andrehchu's calculate_p_values (17 statements: shrinkage, NB or Poisson, two-sided) untold
     if not feeds_output(ctx.graph, f"return:{path}:{name}"):
         return None
     lines = ctx.sources[path].splitlines(keepends=True)
@@ -69,6 +72,7 @@ def _function_hole(ctx, name, path, def_line, body: list[Unit], call) -> dict | 
         "kind": "function", "name": name, "path": path, "line": start, "end_line": end, "scope": name,
         "signature": signature, "calls": call["count"], "args": call.get("args", {}), "returns": call.get("returns"),
         "docstring": bool(docstring), "stub": stub, "removed": removed,
+        "operations": _operations(statements),
         "removed_lines": [first_body, end], "numbers": removed_numbers(ctx.sources[path], first_body, end),
     }
 
@@ -103,6 +107,13 @@ def _block_hole(ctx, unit: Unit, units: list[Unit], runs, values) -> dict | None
         "removed_lines": [unit.line, unit.end_line],
         "numbers": numbers,
     }
+
+
+def _operations(units: list[Unit]) -> list[str]:
+    """The named calls of a removed function body, each once: library functions first, then methods."""
+    calls = [c for u in units for c in u.calls if c != "arithmetic"]
+    named = [c for c in calls if not c.startswith(".")] + [c for c in calls if c.startswith(".")]
+    return list(dict.fromkeys(named))
 
 
 def removed_numbers(source: str, first: int, last: int) -> list[float]:
