@@ -56,7 +56,7 @@ def plot_fields(plots: dict[str, Any], max_list: int) -> list[dict[str, Any]]:
         axes_list = [a for a in figure.get("axes") or [] if isinstance(a, dict)]
         for a, axes in enumerate(axes_list, start=1):
             place = f"figure {f}" if len(axes_list) == 1 else f"figure {f} axes {a}"
-            _axes_fields(fields, axes, place, f"plot:fig{f}/ax{a}", short)
+            _axes_fields(fields, axes, place, f"plot:fig{f}/ax{a}", short, several=len(plots["figures"]) > 1)
     return fields
 
 
@@ -85,7 +85,9 @@ def _descriptive(text: str) -> bool:
     return label_problem(text) is not None and not has_instruction_words(text)
 
 
-def _axes_fields(fields: list, axes: dict, place: str, source: str, short: int) -> None:
+def _axes_fields(fields: list, axes: dict, place: str, source: str, short: int, several: bool = False) -> None:
+    """``several``: the analysis draws more than one figure, so a title alone may not say which axes (ZLS92
+    titles the residuals 'Residuals' in each of its four figures): the place is given with it."""
     raw_title, ylabel = _plain(_text(axes.get("title"))), _plain(_text(axes.get("ylabel")))
     title = raw_title
     if title and _descriptive(title) and (ylabel or place):
@@ -96,7 +98,7 @@ def _axes_fields(fields: list, axes: dict, place: str, source: str, short: int) 
         ylabel = f"{unit_match.group('name').strip()} ({unit})"
     axes_name = title or (unit_match.group("name").strip() if unit_match else ylabel) or place
     quoted = [t for t in (title, ylabel) if t]
-    where = f"in the axes titled '{title}'" if title else f"in the plot of {place}"
+    where = (f"in the axes titled '{title}'" + (f" ({place})" if several else "")) if title else f"in the plot of {place}"
     y_axis = f" (y axis '{ylabel}')" if ylabel else ""
     artists = [r for r in axes.get("artists") or [] if isinstance(r, dict) and r.get("kind") in _KIND_WORDS]
     per_kind: dict[str, int] = {}

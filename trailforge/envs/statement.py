@@ -555,7 +555,9 @@ def _report_section(schema: list[AnswerField], answer: dict | None = None, intro
         "",
         "Numbers are graded with a small relative tolerance: report them at full precision, without rounding further "
         "than the original analysis does. Strings must match exactly. Tables may list rows in any order."
-        + (" Write a missing value (NaN) as null." if missing else ""),
+        + (" Write a missing value (NaN) as null." if missing else "")
+        + (" Figures are counted in the order the analysis creates them, and the axes of a figure in the order "
+           "they are added to it." if any(f.source.startswith("plot:") for f in schema) else ""),
     ]
 
 

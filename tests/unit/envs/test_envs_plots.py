@@ -132,3 +132,19 @@ def test_a_boxplot_gives_medians_and_quartiles_named_from_the_axes():
     assert fields["reaction_time_boxplot_q3"]["value"] == [350.0, 330.25]
     assert fields["reaction_time_boxplot_q1"]["unit"] == "ms"
     assert "medians of the boxes of the box plot" in fields["reaction_time_boxplot_medians"]["label"]
+
+
+def test_a_title_repeated_across_figures_is_given_with_its_figure_and_axes():
+    """ZLS92 titles the residuals 'Residuals' in each of its four figures: a reader could not tell which one a
+    field meant from the title alone."""
+    figure = {"suptitle": "", "axes": [
+        {"title": "", "xlabel": "", "ylabel": "East (mm)", "artists": [{"kind": "scatter", "label": "", "y": _series([1.0, 2.0])}]},
+        {"title": "Residuals", "xlabel": "", "ylabel": "", "artists": [{"kind": "scatter", "label": "", "y": _series([0.5, -0.5])}]}]}
+    fields, _, _, _ = _answer({"figures": [figure, figure]})
+    labels = sorted(f.label for f in fields.values() if "titled" in f.label)
+    assert labels == ["y values of the scatter points in the axes titled 'Residuals' (figure 1 axes 2)",
+                      "y values of the scatter points in the axes titled 'Residuals' (figure 2 axes 2)"]
+    # one figure: its title says which axes
+    single, _, _, _ = _answer({"figures": [figure]})
+    assert [f.label for f in single.values() if "titled" in f.label] == \
+        ["y values of the scatter points in the axes titled 'Residuals'"]

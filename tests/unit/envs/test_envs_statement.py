@@ -391,3 +391,15 @@ def test_the_statement_says_how_to_write_a_missing_value_only_when_the_answer_ha
 
     assert "Tables may list rows in any order. Write a missing value (NaN) as null." in say(with_nan)
     assert "Write a missing value" not in say(without)
+
+
+def test_a_statement_with_figure_fields_says_how_figures_and_axes_are_counted():
+    from trailforge.envs.statement import reproduction_statement
+
+    plotted = [AnswerField(name="r_y_mean", type="number", label="mean of the y values in the plot of figure 2 axes 1",
+                           source="plot:fig2/ax1/scatter1#y.mean")]
+    printed = [AnswerField(name="rate", type="number", label="Rate", source="stdout")]
+    assert "Figures are counted in the order the analysis creates them" in reproduction_statement(
+        "r", "ecology", "a.py", [], ["a.py"], plotted, {"r_y_mean": 1.5})
+    assert "Figures are counted" not in reproduction_statement("r", "ecology", "a.py", [], ["a.py"], printed,
+                                                               {"rate": 1.5})
