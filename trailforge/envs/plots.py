@@ -115,6 +115,7 @@ def _axes_fields(fields: list, axes: dict, place: str, source: str, short: int, 
             f"{_KIND_WORDS[kind]} {seen[kind]}" if per_kind[kind] > 1 else f"the {_KIND_WORDS[kind]}")
         problem = next(filter(None, (label_problem(t) for t in [*quoted, legend] if t)), None)
         context = {"fields": fields, "parts": parts, "problem": problem, "artist": artist, "where": where,
+                   "place": f"in the plot of {place}",
                    "y_axis": y_axis, "source": f"{source}/{kind}{seen[kind]}", "short": short}
         if kind in ("line", "scatter", "errorbar"):
             _series_fields(context, record.get("y"), "y values", "y", unit)
@@ -193,9 +194,11 @@ def _series_fields(context: dict, series, what: str, key: str, unit: str | None,
 
 def _add(context: dict, suffix: str, kind: str, value, what: str, anchor: str, unit: str | None = None) -> None:
     name, problem = field_name(*context["parts"], suffix)
-    label = f"{what} {context['artist']} {context['where']}{context['y_axis']}"
-    if len(label) > MAX_LABEL:
-        label = f"{what} {context['artist']} {context['where']}"
+    # The first form that fits: a label cut at MAX_LABEL ends mid-word ("...(180 Days)' (f"), so a long one
+    # drops its y label, then names the axes by figure and axes number instead of by title.
+    forms = [f"{what} {context['artist']} {where}{y_axis}" for where in (context["where"], context["place"])
+             for y_axis in (context["y_axis"], "")]
+    label = next((form for form in forms if len(form) <= MAX_LABEL), forms[-1])
     if kind == "number":
         res = resolution(repr(float(value)))
     elif kind == "number_list":

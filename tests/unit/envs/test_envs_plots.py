@@ -148,3 +148,16 @@ def test_a_title_repeated_across_figures_is_given_with_its_figure_and_axes():
     single, _, _, _ = _answer({"figures": [figure]})
     assert [f.label for f in single.values() if "titled" in f.label] == \
         ["y values of the scatter points in the axes titled 'Residuals'"]
+
+
+def test_a_label_too_long_for_its_title_names_the_place_instead_of_being_cut():
+    """telloaxelll's 'Predicted Normalized Populations (180 Days)' with a legend and the figure's place ran past
+    the label limit and was cut mid-word ("... (180 Days)' (f")."""
+    from trailforge.envs.plots import MAX_LABEL
+
+    axes = {"title": "Predicted Normalized Populations (180 Days)", "xlabel": "", "ylabel": "Population (norm.)",
+            "artists": [{"kind": "line", "label": "Normalized Rabbits", "y": _series([float(i) for i in range(30)])}]}
+    fields, _, _, _ = _answer({"figures": [{"suptitle": "", "axes": [axes]}, {"suptitle": "", "axes": [axes]}]})
+    labels = [f.label for f in fields.values()]
+    assert labels and all(len(label) <= MAX_LABEL for label in labels)
+    assert all(label.endswith(("(figure 1)", "(figure 2)", "'Population (norm.)')")) for label in labels), labels
