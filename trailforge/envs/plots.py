@@ -98,7 +98,9 @@ def _axes_fields(fields: list, axes: dict, place: str, source: str, short: int, 
         ylabel = f"{unit_match.group('name').strip()} ({unit})"
     axes_name = title or (unit_match.group("name").strip() if unit_match else ylabel) or place
     quoted = [t for t in (title, ylabel) if t]
-    where = (f"in the axes titled '{title}'" + (f" ({place})" if several else "")) if title else f"in the plot of {place}"
+    where = f"in the plot of {place}"
+    if title:
+        where = f"in the axes titled '{title}'" + (f" ({place})" if several else "")
     y_axis = f" (y axis '{ylabel}')" if ylabel else ""
     artists = [r for r in axes.get("artists") or [] if isinstance(r, dict) and r.get("kind") in _KIND_WORDS]
     per_kind: dict[str, int] = {}

@@ -3,6 +3,7 @@ raises; the hole must be needed and must feed a graded field."""
 from __future__ import annotations
 
 import ast
+import functools
 import math
 
 
@@ -121,10 +122,17 @@ def removed_numbers(source: str, first: int, last: int) -> list[float]:
     each once: the agent never sees the removed code, so the statement gives them
     (a shrinkage weight of 0.25, the bin edges of ``np.arange(0, 750, 150)``)."""
     found = []
-    for value, line, _ in analysis_numbers(source):
+    for value, line in _numbers_of(source):
         if first <= line <= last and value not in found:
             found.append(value)
     return found
+
+
+@functools.lru_cache(maxsize=16)
+def _numbers_of(source: str) -> tuple[tuple[float, int], ...]:
+    """``(value, line)`` of every number of a file that can change a result, parsed once per file: each unit of
+    the file asks for its own lines."""
+    return tuple((value, line) for value, line, _ in analysis_numbers(source))
 
 
 def build_completions(ctx: SeedContext) -> list[TaskRow]:
