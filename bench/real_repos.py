@@ -150,11 +150,12 @@ def print_recheck(summary: dict) -> None:
     print(f"\nrecheck of the released environments from their folders ({summary['wall_s']} s): "
           f"{summary['passed']}/{summary['environments']} passed, "
           f"{summary['positive_controls_accepted']} positive controls accepted, "
-          f"{summary['negative_controls_rejected']} negative controls rejected")
+          f"{summary['negative_controls_rejected']} negative controls rejected, "
+          f"{summary.get('references_rerun_after_timeout', 0)} references run again after a timeout")
     for repo_id, counts in summary.get("by_repository", {}).items():
         print(f"  {repo_id:<72} {counts['passed']:>4}/{counts['environments']}")
     for failure in summary["failures"]:
-        print(f"  FAILED {failure['env_id']}: {'; '.join(failure['problems'])[:400]}")
+        print(f"  FAILED {failure['env_id']}: {'; '.join(failure['problems'])[:600]}")
 
 
 # ---------------------------------------------------------------- reading what the stages wrote

@@ -18,6 +18,10 @@ from ..envs.answers import answer_from_run
 from ..io import AnswerField
 from ..envs.protocol import RunProtocol, recorded_request
 from ..sandbox import RunRequest, Sandbox
+from ..sandbox.base import OK, TIMEOUT
+
+# How much of the eval's report on a rejected reference a recheck failure quotes.
+EVAL_REPORT_CHARS = 400
 
 
 def _files_under(root: Path) -> dict[str, bytes]:
@@ -43,6 +47,15 @@ def grade_answer(folder: Path, answer: dict | bytes, sandbox: Sandbox, env):
                                        timeout_s=sandbox.timeout_s))
 
 
+def reference_failure(run_result, graded) -> str:
+    """Why a fresh reference run was not accepted, in words: how the run ended, then what the eval said."""
+    run_end = "exit 0" if run_result.reason == OK else f"{run_result.reason} (exit {run_result.exit_code})"
+    said = " ".join((graded.stdout + graded.stderr).split())
+    if len(said) > EVAL_REPORT_CHARS:
+        said = said[:EVAL_REPORT_CHARS] + " …"
+    return f"eval exit {graded.exit_code} on a fresh reference run (the run ended {run_end}): {said or 'no eval output'}"
+
+
 def recheck_environment(folder: Path, sandbox: Sandbox, max_fields: int, max_rows: int) -> dict[str, Any]:
     meta = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
     entry, answer_from = meta["entrypoint"], meta.get("answer_from", "outputs")
@@ -55,17 +68,26 @@ def recheck_environment(folder: Path, sandbox: Sandbox, max_fields: int, max_row
         return report
     workspace = _files_under(folder / "workspace")
 
-    def run_program(files: dict[str, bytes], entrypoint: str) -> dict:
+    def run(files: dict[str, bytes], entrypoint: str):
         protocol = RunProtocol(meta.get("cwd", "."), tuple(meta.get("args", [])),
                                folders=tuple(meta.get("output_folders", [])))
         result = sandbox.run(env, recorded_request(protocol, entrypoint, {**workspace, **files}, sandbox.timeout_s))
-        return answer_from_run(result, answer_from, max_fields, max_rows, cwd=protocol.cwd, like=schema)[1]
+        return result, answer_from_run(result, answer_from, max_fields, max_rows, cwd=protocol.cwd, like=schema)[1]
 
-    solution = run_program(_files_under(folder / "solution"), entry)
-    verdict = _grade(folder, solution, sandbox, env)
-    report["reference_accepted"] = verdict == 0
-    if verdict != 0:
-        report["problems"].append(f"eval exit {verdict} on a fresh reference run")
+    def run_program(files: dict[str, bytes], entrypoint: str) -> dict:
+        return run(files, entrypoint)[1]
+
+    reference = _files_under(folder / "solution")
+    run_result, solution = run(reference, entry)
+    if run_result.reason == TIMEOUT:
+        # A reference that ran within the limit when it was verified and times out now met a busy machine,
+        # not a wrong release: one more run says which (and the report keeps that it was needed).
+        report["reference_retried"] = "timeout"
+        run_result, solution = run(reference, entry)
+    graded = grade_answer(folder, solution, sandbox, env)
+    report["reference_accepted"] = graded.exit_code == 0
+    if graded.exit_code != 0:
+        report["problems"].append(reference_failure(run_result, graded))
     controls = json.loads((folder / "eval" / "controls" / "controls.json").read_text(encoding="utf-8"))
     rejected = {}
     for name in controls["answers"]:
@@ -108,6 +130,7 @@ def recheck_release(root: Path, sandbox: Sandbox, executor, max_fields: int, max
         "passed": sum(bool(r.get("ok")) for r in reports),
         "negative_controls_rejected": sum(sum(r.get("negatives_rejected", {}).values()) for r in reports),
         "positive_controls_accepted": sum(sum(r.get("positives_accepted", {}).values()) for r in reports),
+        "references_rerun_after_timeout": sum("reference_retried" in r for r in reports),
         "by_task_type": dict(sorted(by_type.items())),
         "by_repository": dict(sorted(by_repo.items())),
         "failures": [{"env_id": r["env_id"], "problems": r["problems"]} for r in reports if not r.get("ok")],

@@ -56,7 +56,9 @@ def test_positive_controls_are_verified_exported_and_rechecked(tmp_path):
     assert set(report["positives_accepted"]) == {f"answer:{n}" for n in allowed}
 
     # a positive control the eval does not accept is a problem of the release
-    (folder / "eval" / "controls" / "positives" / "integers_as_floats.json").write_text('{"count": 3.5}')
+    positive = folder / "eval" / "controls" / "positives" / "integers_as_floats.json"
+    kept = positive.read_bytes()
+    positive.write_text('{"count": 3.5}')
     report = recheck_environment(folder, sandbox, 24, 50)
     assert not report["ok"]
     assert report["problems"] == ["answer:integers_as_floats (allowed) was not accepted"]
@@ -65,3 +67,18 @@ def test_positive_controls_are_verified_exported_and_rechecked(tmp_path):
     summary = recheck_release(tmp_path / "release", sandbox, LocalExecutor(), 24, 50)
     assert summary["by_repository"] == {task.repo_id: {"environments": 1, "passed": 0}}
     assert summary["failures"][0]["problems"] == ["answer:integers_as_floats (allowed) was not accepted"]
+
+    # a reference that no longer gives its answer is reported with how the run ended and what the eval said
+    positive.write_bytes(kept)
+    solution = folder / "solution" / "analysis.py"
+    solution.write_text(PROGRAM.replace("len(rows) + 0", "len(rows) + 1"))
+    report = recheck_environment(folder, sandbox, 24, 50)
+    (problem,) = report["problems"]
+    assert problem.startswith("eval exit 1 on a fresh reference run (the run ended exit 0): ")
+    assert '"count": "mismatch"' in problem and '"total": "match"' in problem
+
+    # a reference that times out is run once more before it counts against the release
+    solution.write_text("import time\ntime.sleep(30)\n" + PROGRAM)
+    report = recheck_environment(folder, LocalSandbox(timeout_s=3), 24, 50)
+    assert report["reference_retried"] == "timeout"
+    assert "the run ended timeout" in report["problems"][0]
