@@ -18,6 +18,7 @@ import copy
 from dataclasses import dataclass, field
 
 from .answers import MAX_LABEL_CHARS, MAX_LABEL_WORDS, has_instruction_words
+from .parsing import call_name
 
 MAX_STEPS = 150  # an outline longer than this is not a statement anyone reads; the Reproduction is rejected
 # Characters of one step's code. A cut step loses what it says (a real `longest_orf(seq, min_codons=30)` at
@@ -143,16 +144,6 @@ def _code(node: ast.AST, outline: Outline) -> str:
         text = text[:LINE_LIMIT - 1] + HIDDEN
     # Hidden strings carry no backtick and unparse adds none, so one backtick delimits the span.
     return f"`{text}`" if "`" not in text else f"`{HIDDEN}`"
-
-
-def call_name(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Call):
-        func = node.func
-        if isinstance(func, ast.Attribute):
-            return func.attr
-        if isinstance(func, ast.Name):
-            return func.id
-    return None
 
 
 def _is_cosmetic(stmt: ast.stmt) -> bool:

@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from .parsing import call_name
 
 PARAMETERS_FILE = "parameters.json"
 MAX_NUMBERS = 100  # a longer literal list is a data table written in the code, not a parameter
@@ -206,7 +207,7 @@ def _usage(module: ast.Module):
             if isinstance(parent, ast.keyword) and parent.arg in _SEED_KEYWORDS:
                 seeds.add(node.id)
             call = parent if isinstance(parent, ast.Call) else parents.get(id(parent))
-            if isinstance(call, ast.Call) and _call_name(call) in _SEED_CALLS:
+            if isinstance(call, ast.Call) and call_name(call) in _SEED_CALLS:
                 seeds.add(node.id)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             for name in node.names:
@@ -222,11 +223,6 @@ def _usage(module: ast.Module):
         elif isinstance(node, ast.ExceptHandler) and node.name:
             bound[node.name] = bound.get(node.name, 0) + 1
     return bound, loaded, presentation - other_use, seeds
-
-
-def _call_name(call: ast.Call) -> str | None:
-    func = call.func
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
 
 
 def _unused_names(module: ast.Module, wanted: tuple[str, ...]) -> dict[str, str]:

@@ -44,6 +44,17 @@ class UnparseableSource(SyntaxError):
         return self.args[0]
 
 
+def call_name(node: ast.AST) -> str | None:
+    """The called name of a call node: ``f`` for ``f(x)``, ``mean`` for ``np.mean(x)``; None for anything else."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        if isinstance(func, ast.Attribute):
+            return func.attr
+        if isinstance(func, ast.Name):
+            return func.id
+    return None
+
+
 def parse_python(source: str | bytes, path: str = "<source>") -> ast.Module:
     """``ast.parse(source)``, or ``UnparseableSource`` naming ``path`` and why."""
     try:

@@ -25,6 +25,7 @@ import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 
+from .parsing import call_name
 from ..sandbox import PLOT_SCRIPT, TRACE_SCRIPT, RunRequest, runner_files
 
 MAX_PROTOCOLS = 6
@@ -213,7 +214,7 @@ def data_literals(module: ast.Module) -> list[str]:
     found = []
     joined: set[int] = set()  # the pieces of a join stand for the joined path, not for paths of their own
     for node in ast.walk(module):
-        if isinstance(node, ast.Call) and _call_name(node) in ("join", "Path") and node.args:
+        if isinstance(node, ast.Call) and call_name(node) in ("join", "Path") and node.args:
             pieces = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
             if len(pieces) == len(node.args) and len(pieces) > 1:
                 found.append(posixpath.join(*pieces))
@@ -237,7 +238,7 @@ def _div_pieces(node) -> list[str] | None:
         return left + right if left is not None and right is not None else None
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [node.value]
-    if isinstance(node, ast.Call) and _call_name(node) == "Path" and len(node.args) == 1:
+    if isinstance(node, ast.Call) and call_name(node) == "Path" and len(node.args) == 1:
         return _div_pieces(node.args[0])
     return None
 
@@ -253,17 +254,12 @@ def _resolves(folder: str, literal: str, repo_files: set[str]) -> bool:
     return joined in repo_files or any(path.startswith(joined + "/") for path in repo_files)
 
 
-def _call_name(node: ast.Call) -> str | None:
-    func = node.func
-    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-
-
 def argument_needs(module: ast.Module) -> ArgumentNeeds:
     """Required positionals and options (argparse, click) and ``sys.argv[i]`` reads of the script."""
     needs = ArgumentNeeds()
     guarded = _argv_length_checked(module)
     for node in ast.walk(module):
-        if isinstance(node, ast.Call) and _call_name(node) == "add_argument" and node.args:
+        if isinstance(node, ast.Call) and call_name(node) == "add_argument" and node.args:
             needs.parses_arguments = True
             first = node.args[0]
             if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
@@ -275,7 +271,7 @@ def argument_needs(module: ast.Module) -> ArgumentNeeds:
                     needs.positional.append(first.value)
             elif isinstance(keywords.get("required"), ast.Constant) and keywords["required"].value is True:
                 needs.required_options.append(first.value)
-        elif isinstance(node, ast.Call) and _call_name(node) == "argument" and isinstance(node.func, ast.Attribute):
+        elif isinstance(node, ast.Call) and call_name(node) == "argument" and isinstance(node.func, ast.Attribute):
             needs.parses_arguments = True  # click.argument: required unless given a default
             keywords = {k.arg for k in node.keywords}
             if "default" not in keywords and "required" not in keywords and node.args:
@@ -294,7 +290,7 @@ def _is_sys_argv(node) -> bool:
 def _argv_length_checked(module: ast.Module) -> bool:
     """``if len(sys.argv) > 1:``-style guards: the script also runs without arguments."""
     for node in ast.walk(module):
-        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Call) and _call_name(node.left) == "len" \
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Call) and call_name(node.left) == "len" \
                 and node.left.args and _is_sys_argv(node.left.args[0]):
             return True
     return False

@@ -22,7 +22,8 @@ from pathlib import PurePosixPath
 
 from ..io import AnswerField, FileEntry
 from .answers import label_problem
-from .outline import COSMETIC_CALLS, HIDDEN, call_name
+from .outline import COSMETIC_CALLS, HIDDEN
+from .parsing import call_name
 from .printed import LINE_SOURCE
 
 _BORING_CALLS = {
@@ -237,7 +238,7 @@ def operations(source: str) -> list[str]:
                    key=lambda n: (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset))
     seen: list[str] = []
     for call in calls:
-        name = _call_name(call.func, aliases)
+        name = qualified_call_name(call.func, aliases)
         if name and name.split(".")[-1] not in _BORING_CALLS and name not in seen:
             seen.append(name)
     return seen[:30]
@@ -256,7 +257,9 @@ def import_aliases(module: ast.Module) -> dict[str, str]:
     return aliases
 
 
-def _call_name(func, aliases) -> str | None:
+def qualified_call_name(func, aliases) -> str | None:
+    """The imported name a call reaches (``numpy.polyfit`` for ``np.polyfit`` given ``import numpy as np``),
+    ``.method`` for a method of a value, None for a function the program defines itself."""
     parts = []
     while isinstance(func, ast.Attribute):
         parts.append(func.attr)

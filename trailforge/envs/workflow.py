@@ -33,7 +33,7 @@ import networkx as nx
 
 from .protocol import RunProtocol
 from .parsing import parse_python
-from .statement import _call_name, import_aliases
+from .statement import import_aliases, qualified_call_name
 
 MODULE_SCOPE = 0
 PLAN_FILE = ".tf_plan.json"  # read by sandbox/trace_runner.py
@@ -174,7 +174,7 @@ def analyse_statement(node: ast.stmt, aliases: dict[str, str]) -> dict[str, Any]
         elif isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name):
             uses.add(sub.target.id)
         elif isinstance(sub, ast.Call):
-            name = _call_name(sub.func, aliases)
+            name = qualified_call_name(sub.func, aliases)
             if name:
                 calls.append(name)
             if isinstance(sub.func, ast.Name):
