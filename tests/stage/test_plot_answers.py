@@ -18,7 +18,7 @@ from trailforge.envs.answers import answer_from_run, extract_answer, resolution
 from trailforge.envs.discover import repo_id_for
 from trailforge.envs.plots import read_plots
 from trailforge.envs.protocol import RunProtocol, recorded_request
-from trailforge.envs.statement import field_line
+from trailforge.envs.tasks.statement import field_line
 from trailforge.envs.tasks import build_reproduction
 from trailforge.io import SeedRow, StageRecorder, read_rejects, read_rows
 from trailforge.sandbox import PLOT_SCRIPT, PLOTS_FILE, TRACE_FILE, LocalSandbox, RunRequest

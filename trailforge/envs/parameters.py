@@ -325,7 +325,7 @@ def seed_literals(seed, sources) -> set:
     echoes an input."""
     from pathlib import Path
 
-    from .statement import literal_values
+    from .analysis import literal_values
 
     found: set = set()
     for text in sources:

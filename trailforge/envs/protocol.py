@@ -84,7 +84,7 @@ def run_note(script: str, cwd: str, args, folders=(), data_paths=()) -> str:
     """A statement's sentences on how the program is started and on the folders it writes into that the
     workspace lacks (``folders``: the seed's ``output_folders``; ``data_paths``: the workspace's files); empty
     for the root without arguments and with nothing to create."""
-    from .statement import inline_code  # repository paths are shown as code that nothing in them can end
+    from .untrusted_text import inline_code  # repository paths are shown as code that nothing in them can end
 
     sentences = []
     if cwd not in ("", ".") or args:

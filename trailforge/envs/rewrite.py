@@ -16,8 +16,7 @@ from pydantic import BaseModel, Field
 
 from ..io import StageRecorder, TaskRow
 from ..llm import BudgetExhausted, LLMClient, LLMError
-from .statement import rounding
-from .statement import field_needles
+from .tasks.statement import field_needles, rounding
 from .verify import significant_forms
 
 _INSTRUCTIONS = (

@@ -33,7 +33,7 @@ import networkx as nx
 
 from .protocol import RunProtocol
 from .parsing import parse_python
-from .statement import import_aliases, qualified_call_name
+from .analysis import import_aliases, qualified_call_name
 
 MODULE_SCOPE = 0
 PLAN_FILE = ".tf_plan.json"  # read by sandbox/trace_runner.py

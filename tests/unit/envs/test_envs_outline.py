@@ -1,5 +1,5 @@
 from trailforge.envs.outline import HIDDEN, MAX_STEPS, program_outline, unreachable_definitions
-from trailforge.envs.statement import reproduction_statement
+from trailforge.envs.tasks.statement import reproduction_statement
 
 # ponnhide/DS4GD_HM sample_program/plot2.py, in substance: the line it draws is a running sum.
 RUNNING_SUM = '''import sys

@@ -19,7 +19,7 @@ from trailforge.envs.parameters import (
     PARAMETERS_FILE, format_number, generated_lines, parameter_assignments, parameterize,
 )
 from trailforge.envs.seeds import find_candidates, run_repository
-from trailforge.envs.statement import describe_data_file
+from trailforge.envs.data_files import describe_data_file
 from trailforge.envs.tasks import still_fields
 from trailforge.io import FileEntry, SnapshotRow, StageRecorder
 from trailforge.sandbox import LocalSandbox

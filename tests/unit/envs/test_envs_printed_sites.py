@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from trailforge.envs.answers import extract_answer
 from trailforge.envs.printed import line_names_of, stdout_names
-from trailforge.envs.statement import field_line
+from trailforge.envs.tasks.statement import field_line
 
 GC = '''def calc_gc(seq):
     return (seq.count("G") + seq.count("C")) / len(seq)

@@ -160,10 +160,10 @@ def test_step_names_follow_the_unpacking_order():
 
 
 def test_statement_keeps_bar_and_caret_in_names():
-    from trailforge.envs.statement import _clean
+    from trailforge.envs.untrusted_text import clean
 
-    assert _clean("MDW-01|MDW-02") == "MDW-01|MDW-02"
-    assert _clean("R^2") == "R^2"
+    assert clean("MDW-01|MDW-02") == "MDW-01|MDW-02"
+    assert clean("R^2") == "R^2"
 
 
 def test_a_slice_that_does_not_parse_is_a_counted_reject_not_a_program(monkeypatch):

@@ -1,7 +1,7 @@
 """tasks.py: fields a statement already gives are not asked."""
 from __future__ import annotations
 
-from trailforge.envs.statement import reproduction_statement
+from trailforge.envs.tasks.statement import reproduction_statement
 from trailforge.envs.tasks import without_stated_fields
 from trailforge.io import AnswerField, StageRecorder
 

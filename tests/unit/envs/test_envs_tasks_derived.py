@@ -108,7 +108,7 @@ def test_a_hole_reached_only_after_every_graded_field_is_reported_is_rejected():
 def test_the_numbers_of_a_removed_step_are_stated():
     """The agent never sees the removed code: AndrehChu's shrinkage weight (0.25) or ZoharBNH5's bin edges
     (np.arange(0, 600 + 150, 150)) must come from the statement, and verify asks for them."""
-    from trailforge.envs.statement import completion_statement
+    from trailforge.envs.tasks.statement import completion_statement
     from trailforge.envs.tasks.completion import removed_numbers
 
     source = ("import numpy as np\nv = np.loadtxt('d.txt')\nshrunk = 0.25 * v + 0.25 * v.var()\n"
@@ -149,7 +149,7 @@ def test_an_undocumented_function_too_big_to_infer_is_no_hole_and_a_small_one_na
     from types import SimpleNamespace
 
     from trailforge.config.schema import TasksConfig
-    from trailforge.envs.statement import completion_statement
+    from trailforge.envs.tasks.statement import completion_statement
     from trailforge.envs.tasks.completion import completion_holes
     from trailforge.envs.workflow import analyse_program, build_graph
 

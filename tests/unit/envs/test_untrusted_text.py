@@ -8,7 +8,9 @@ import pytest
 from markdown_it import MarkdownIt  # arrives with dvc (through rich)
 
 from trailforge.envs.answers import MAX_LABEL_CHARS, extract_answer, field_name
-from trailforge.envs.statement import completion_statement, describe_data_file, quote_as_data, reproduction_statement
+from trailforge.envs.data_files import describe_data_file
+from trailforge.envs.tasks.statement import completion_statement, reproduction_statement
+from trailforge.envs.untrusted_text import quote_as_data
 from trailforge.envs.tasks import build_reproduction
 from trailforge.io import FileEntry, SeedRow, StageRecorder
 

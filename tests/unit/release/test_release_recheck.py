@@ -12,7 +12,7 @@ from trailforge.release.export import write_environment
 from trailforge.executor.local import LocalExecutor
 from trailforge.release.recheck import recheck_environment, recheck_release
 from trailforge.sandbox import LocalSandbox
-from trailforge.envs.statement import parameters
+from trailforge.envs.analysis import parameters
 from tests.unit.envs.test_envs_verify import DATA, STATEMENT, make_task
 
 PROGRAM = (

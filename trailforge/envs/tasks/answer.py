@@ -14,7 +14,7 @@ from ..dependence import VARIANTS, is_pickle, moved_fields, perturb_files
 from ..parameters import seed_literals
 from ..protocol import RunProtocol, recorded_request
 from ..spread import answer_spreads, noise_bars, reference_runs
-from ..statement import literal_values
+from ..analysis import literal_values
 from .compare import field_difference
 from .context import task_id_for
 

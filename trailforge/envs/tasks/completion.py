@@ -9,7 +9,8 @@ import math
 
 from ...io import TaskRow
 from ..parsing import parse_python
-from ..statement import analysis_numbers, completion_statement
+from ..analysis import analysis_numbers
+from .statement import completion_statement
 from ..workflow import WRITE_CALLS, Unit, observations, unit_runs
 from .compare import differences
 from .context import SeedContext, feeds_output, parameter_lines, round_robin, task_id_for, without_stated_fields

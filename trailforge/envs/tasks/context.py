@@ -21,7 +21,9 @@ from ...sandbox import Sandbox, run_cached
 from ..answers import answer_from_run
 from ..parameters import generated_lines, seed_literals
 from ..protocol import RunProtocol, recorded_request, run_note
-from ..statement import describe_data_file, literal_values, stated_fields
+from ..analysis import literal_values
+from ..data_files import describe_data_file
+from .statement import stated_fields
 from ..workflow import MODULE_SCOPE, Program, Unit, analyse_program, graph_from_json, observations
 from .compare import differences
 

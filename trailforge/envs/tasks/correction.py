@@ -7,7 +7,7 @@ import hashlib
 
 from ...io import TaskRow
 from ..mutations import OPERATORS, Mutation, apply_mutation, find_mutations, mutated_line
-from ..statement import correction_statement
+from .statement import correction_statement
 from .compare import fingerprint, slightly_moved
 from .context import (
     SeedContext, allowed_operators, feeds_output, innermost_unit, parameter_lines, round_robin, task_id_for,

@@ -8,7 +8,7 @@ from ...io import SeedRow, StageRecorder, TaskRow
 from ..printed import LINE_SOURCE
 from ..protocol import run_note
 from ..outline import MAX_STEPS, program_outline
-from ..statement import reproduction_statement
+from .statement import reproduction_statement
 from .answer import seed_answer
 from .context import seed_data, task_id_for, without_stated_fields, workspace_text
 

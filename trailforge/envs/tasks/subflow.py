@@ -11,7 +11,7 @@ from ..mutations import OPERATORS, apply_mutation, find_mutations
 from ..parsing import parse_python
 from ..slicing import REPORT_FUNCTION, SliceError, slice_program
 from ..outline import MAX_STEPS, program_outline
-from ..statement import subflow_statement
+from .statement import subflow_statement
 from ..workflow import Unit
 from .answer import still_fields
 from .compare import differences, is_number

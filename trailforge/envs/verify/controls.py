@@ -13,7 +13,7 @@ from ...cache import ContentCache
 from ...config.schema import VerifierConfig
 from ...io import StageRecorder, TaskRow
 from ...sandbox import RunRequest, Sandbox, run_cached
-from .. import statement
+from ..tasks import statement
 from ..answers import answer_from_run, missing_value_answers
 from ..protocol import RunProtocol, recorded_request
 from ..spread import numbers

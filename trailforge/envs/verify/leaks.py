@@ -6,7 +6,7 @@ import hashlib
 import re
 
 from ...io import TaskRow
-from ..statement import contains_number as _contains_number, field_needles, prose as _prose
+from ..tasks.statement import contains_number as _contains_number, field_needles, prose as _prose
 from .rejected import Rejected
 
 

@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterator
 from ...io import TaskRow
 from ..outline import unreachable_definitions
 from ..slicing import REPORT_FUNCTION
-from ..statement import analysis_numbers, contains_number as _contains_number
+from ..analysis import analysis_numbers
+from ..tasks.statement import contains_number as _contains_number
 from .rejected import Rejected
 
 
