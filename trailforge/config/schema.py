@@ -173,6 +173,12 @@ class VerifierConfig(_Strict):
     atol: float = Field(1e-9, ge=0, description="floor of the absolute tolerance")
     spread_factor: float = Field(10.0, ge=1, description="tolerance = factor x observed run-to-run spread")
     max_rel_spread: float = Field(0.05, ge=0, description="beyond this spread a field is not reproducible")
+    kernel_probe_env: dict[str, str] = Field(
+        default_factory=lambda: {"OPENBLAS_CORETYPE": "Prescott"},
+        description="environment of one more reference run that makes the numerical libraries use other kernels "
+        "(OpenBLAS's SSE3 code here), as another machine or another implementation would; fields it moves are "
+        "graded with a tolerance that covers the move, and a move beyond max_rel_spread rejects the task "
+        "(kernel_sensitive). {} skips the run")
     min_wrong_rejected: int = Field(2, ge=1)
     eval_timeout_s: float = Field(30.0, gt=0)
     review: bool = Field(False, description="a validator model reviews every task (needs llm != none)")

@@ -14,6 +14,7 @@ import math
 from typing import Any, Callable
 
 REFERENCE_RUN_SALT = "reference-run-{index}"
+KERNEL_RUN_SALT = "reference-run-other-kernels"  # verify's run with other numerical kernels
 
 
 def reference_runs(run: Callable[[str], dict[str, Any]], answer: dict[str, Any], repeats: int,
@@ -102,5 +103,5 @@ def noise_bars(spreads: dict[str, float], spread_factor: float, margin: float = 
     return {name: margin * spread_factor * spread for name, spread in spreads.items() if spread > 0}
 
 
-__all__ = ["REFERENCE_RUN_SALT", "answer_spreads", "field_spread", "noise_bars", "non_numbers", "numbers",
+__all__ = ["KERNEL_RUN_SALT", "REFERENCE_RUN_SALT", "answer_spreads", "field_spread", "noise_bars", "non_numbers", "numbers",
            "reference_runs", "relative"]

@@ -630,3 +630,59 @@ def test_missing_values_written_as_null_or_nan_are_positive_controls_the_eval_ac
     for name in ("missing_values_as_null", "missing_values_as_nan"):
         assert _eval_exit(tmp_path, expected, answer_bytes(allowed[name], keep_order=True)) == 0, name
     assert "missing_values_as_null" not in allowed_answers(make_task(), calibrate(make_task(), {}, VerifierConfig()))
+
+
+def _kernel_task(tmp_path, shift: float):
+    """A program whose value moves by ``shift`` (relative) when the numerical kernels are not the default ones,
+    as a least-squares fit or an optimiser does under another BLAS."""
+    (tmp_path / "tree" / "data").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "tree" / "data" / "temps.csv").write_bytes(DATA)
+    program = ("import os\nrows = open('data/temps.csv').read().splitlines()\n"
+               f"scale = 1 + ({shift!r} if os.environ.get('OPENBLAS_CORETYPE') else 0.0)\n"
+               "print('Fitted rate (1/s): %.12f' % (0.0426260596 * len(rows) * scale))\n")
+    schema = [AnswerField(name="fitted_rate", type="number", label="Fitted rate", unit="1/s", source="stdout",
+                          decimals=12, resolution=5e-13)]
+    from trailforge.envs.analysis import parameters
+
+    statement = STATEMENT + "\n## Parameters of the original analysis\n" + "".join(f"- `{p}`\n" for p in parameters(program))
+    task = make_task(schema=schema, reference={"fitted_rate": 0.127878178800}, program={"analysis.py": program},
+                     statement=statement)
+    return task.model_copy(update={"tree": str(tmp_path / "tree")})
+
+
+def test_a_field_that_moves_with_other_numerical_kernels_is_graded_with_a_tolerance_that_covers_the_move(tmp_path):
+    from trailforge.cache import ContentCache
+    from trailforge.envs.verify import verify_task
+    from trailforge.io import StageRecorder
+    from trailforge.sandbox import LocalSandbox
+
+    task, sandbox, cache = _kernel_task(tmp_path, 2e-5), LocalSandbox(timeout_s=20), ContentCache(tmp_path / "c")
+    recorder = StageRecorder("verify")
+    row = verify_task(task, VerifierConfig(), sandbox, cache, recorder, 24, 50)
+    assert row is not None, recorder.rejects
+    assert row.checks["kernel_runs"] == 1 and recorder.counters["kernel_sensitive_tasks"] == 1
+    assert row.tolerances["fitted_rate"]["rtol"] >= 2e-4, "ten times the move, not the 1e-6 floor"
+    # the value another machine computes is accepted; one 10% off is still rejected
+    grade = _grader()
+    expected = {"fields": [{"name": "fitted_rate", "type": "number", "value": 0.1278781788,
+                            **row.tolerances["fitted_rate"]}]}
+    assert grade({"fitted_rate": 0.1278781788 * (1 + 2e-5)}, expected)["passed"]
+    assert not grade({"fitted_rate": 0.1278781788 * 1.1}, expected)["passed"]
+
+    # without the probe, the floor stays
+    recorder = StageRecorder("verify")
+    row = verify_task(task, VerifierConfig(kernel_probe_env={}), sandbox, cache, recorder, 24, 50)
+    assert row.checks["kernel_runs"] == 0 and row.tolerances["fitted_rate"]["rtol"] == 1e-6
+
+
+def test_a_field_that_other_kernels_move_beyond_the_spread_bar_rejects_the_task(tmp_path):
+    from trailforge.cache import ContentCache
+    from trailforge.envs.verify import verify_task
+    from trailforge.io import StageRecorder
+    from trailforge.sandbox import LocalSandbox
+
+    recorder = StageRecorder("verify")
+    row = verify_task(_kernel_task(tmp_path, 0.2), VerifierConfig(), LocalSandbox(timeout_s=20),
+                      ContentCache(tmp_path / "c"), recorder, 24, 50)
+    assert row is None
+    assert [r.reason for r in recorder.rejects] == ["kernel_sensitive"]

@@ -3,6 +3,7 @@ reproducibility, calibration, gradability, controls, isolation, construction, sp
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from ...io import StageRecorder, TaskRow, VerifiedTaskRow
 from ...sandbox import Sandbox, run_cached
 from ..answers import answer_from_run
 from ..protocol import RunProtocol, recorded_request
-from ..spread import answer_spreads, reference_runs
+from ..spread import KERNEL_RUN_SALT, answer_spreads, reference_runs
 from .controls import check_gradable, check_negative_program
 from .leaks import check_construction, check_isolation
 from .rejected import Rejected
@@ -39,9 +40,11 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
     # resolutions read from stdout (answers.extract_answer's ``precision``).
     printed: dict[str, str | list] = {}
 
-    def reference_run(salt: str) -> dict[str, Any]:
+    def reference_run(salt: str, kernel_env: dict[str, str] | None = None) -> dict[str, Any]:
         request = recorded_request(RunProtocol.of(task), task.entrypoint, {**workspace, **program},
                                    sandbox.timeout_s)
+        if kernel_env:
+            request = replace(request, env={**request.env, **kernel_env})
         result, hit = run_cached(cache, sandbox, env, request, salt=salt)
         recorder.count("reference_runs_cached" if hit else "reference_runs_executed")
         if not result.ok:
@@ -62,8 +65,16 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
     runs = reference_runs(reference_run, task.reference_answer, cfg.repeats, cfg.stochastic_repeats)
     if len(runs) > cfg.repeats:
         recorder.count("stochastic_tasks")
-    spreads = check_reproducible(task, runs, cfg.max_rel_spread)
-    tolerances = calibrate(task, spreads, cfg, element_spreads(task, runs), printed)
+    check_reproducible(task, runs, cfg.max_rel_spread)
+    # The consumer's machine (or an agent's own program) may use other numerical kernels: one run with other
+    # kernels shows which fields move with them, and by how much; the tolerance covers that too.
+    kernel_runs = [reference_run(KERNEL_RUN_SALT, cfg.kernel_probe_env)] if cfg.kernel_probe_env else []
+    spreads = check_reproducible(task, runs + kernel_runs, cfg.max_rel_spread, "kernel_sensitive" if kernel_runs
+                                 else "not_reproducible")
+    if any(s > 0 for s in answer_spreads(task.answer_schema, task.reference_answer, kernel_runs,
+                                         cfg.max_rel_spread)[0].values()):
+        recorder.count("kernel_sensitive_tasks")
+    tolerances = calibrate(task, spreads, cfg, element_spreads(task, runs + kernel_runs), printed)
     expected = expected_document(task, tolerances)
     positives, negatives, allowed = check_gradable(task, runs, expected, tolerances, cfg, sandbox, env, cache,
                                                    recorder)
@@ -80,6 +91,7 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
         checks={
             "data_files": len(workspace),
             "reference_runs": len(runs),
+            "kernel_runs": len(kernel_runs),
             "max_rel_spread": spreads,
             "positive_controls": positives,
             "positive_answer_controls": allowed,
@@ -105,12 +117,16 @@ def check_data_integrity(task: TaskRow) -> dict[str, bytes]:
     return files
 
 
-def check_reproducible(task: TaskRow, runs: list[dict[str, Any]], max_rel_spread: float) -> dict[str, float]:
+def check_reproducible(task: TaskRow, runs: list[dict[str, Any]], max_rel_spread: float,
+                       reason: str = "not_reproducible") -> dict[str, float]:
+    """Each field's spread over ``runs``; a field that does not reproduce rejects the task for ``reason``
+    (``kernel_sensitive`` when the runs include one with other numerical kernels: the same program gives
+    another answer on another machine)."""
     spreads, failing = answer_spreads(task.answer_schema, task.reference_answer, runs, max_rel_spread)
     for field in task.answer_schema:  # the first failing field in the schema's order names the reject
         if field.name in failing:
             why, spread = failing[field.name]
             if spread is None:
-                raise Rejected("not_reproducible", f"field {field.name} {why}", field=field.name)
-            raise Rejected("not_reproducible", f"field {field.name} {why}", field=field.name, spread=spread)
+                raise Rejected(reason, f"field {field.name} {why}", field=field.name)
+            raise Rejected(reason, f"field {field.name} {why}", field=field.name, spread=spread)
     return spreads
