@@ -384,6 +384,10 @@ def print_report(report: dict) -> None:
         print(f"data dependence (tasks): {counters.get('answer_fields_data_dependent', 0)} answer fields moved "
               f"with the data and were kept, {counters.get('answer_fields_not_data_dependent', 0)} did not and were "
               "dropped")
+    checked = next((s.get("counters", {}) for s in report["stages"] if s["stage"] == "verify"), {})
+    if checked:  # rejects for it (kernel_sensitive) are in the verify line above
+        print(f"other numerical kernels (verify): {checked.get('kernel_sensitive_tasks', 0)} verified tasks have fields "
+              "that moved with them and are graded with a tolerance that covers the move")
     if "released_fields" in overall:
         print(f"released answer fields: {overall['released_fields']} "
               f"(sources {overall['released_field_sources']}); from caches, HOME, config or bytecode: "
