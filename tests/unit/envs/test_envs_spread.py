@@ -17,6 +17,12 @@ def test_a_deterministic_program_runs_the_repeats_only():
     assert len(runs) == 2 and salts == [REFERENCE_RUN_SALT.format(index=i) for i in range(2)]
 
 
+def test_fields_a_run_prints_beyond_the_answer_do_not_make_it_stochastic():
+    # a task's answer keeps only the fields that moved with the data; the run prints the others too
+    runs = reference_runs(lambda salt: {"mean": 1.0, "grid_step": 0.005}, {"mean": 1.0}, 2, 5)
+    assert len(runs) == 2
+
+
 def test_a_run_that_differs_brings_the_stochastic_repeats():
     values = iter([1.0, 1.001, 0.999, 1.0, 1.002])
     salts = []
