@@ -416,7 +416,6 @@ class LocalSandbox:
                               capture_output=True, text=True, timeout=300)
         if made.returncode != 0:
             return f"cannot create a virtual environment: {made.stderr.strip()[-300:]}"
-        python = folder / "bin" / "python"
         pristine = _Pristine(folder)  # what a wheel's data files may overwrite, put back after the install
         if requirements:
             code, log = self._install(folder, requirements, as_of)

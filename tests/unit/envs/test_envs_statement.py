@@ -405,3 +405,22 @@ def test_a_statement_with_figure_fields_says_how_figures_and_axes_are_counted():
         "r", "ecology", "a.py", [], ["a.py"], plotted, {"r_y_mean": 1.5})
     assert "Figures are counted" not in reproduction_statement("r", "ecology", "a.py", [], ["a.py"], printed,
                                                                {"rate": 1.5})
+
+
+def test_fields_described_alike_are_told_apart_by_the_order_the_analysis_outputs_them():
+    from trailforge.envs.tasks.statement import reproduction_statement
+
+    # one label printed for two groups: which value goes in which field must not be a guess
+    schema = [AnswerField(name="variance_2", type="number", label="Variance", source="stdout", decimals=2,
+                          resolution=0.005),
+              AnswerField(name="mean", type="number", label="Mean", source="stdout", decimals=1, resolution=0.05),
+              AnswerField(name="variance", type="number", label="Variance", source="stdout", decimals=2,
+                          resolution=0.005)]
+    statement = reproduction_statement("org/lab", "neuroscience", "t_test.py", ["`data.csv`"], [], schema,
+                                       {"variance": 6909.71, "mean": 3.2, "variance_2": 12.5})
+    lines = {line.split("`")[1]: line for line in statement.splitlines() if line.startswith("- `")}
+    assert lines["variance"].endswith("the 1st of the 2 fields described alike here, in the order the analysis "
+                                      "outputs them")
+    assert "the 2nd of the 2 fields" in lines["variance_2"]
+    assert "described alike" not in lines["mean"]
+    assert "reports 1 decimal place;" not in lines["mean"] and lines["mean"].endswith("reports 1 decimal place")

@@ -95,8 +95,37 @@ def field_line(field: AnswerField, value=None) -> str:
         parts.append(f"; unit: {clean(field.unit)}")
     stated = rounding(field, value)
     if stated:
-        parts.append(f"; the original analysis reports {stated[0]} {stated[1]}")
+        count, unit = stated
+        parts.append(f"; the original analysis reports {count} {unit[:-1] if count == 1 else unit}")
     return "".join(parts)
+
+
+def _alike_order(schema: list[AnswerField], answer: dict) -> dict[str, tuple[int, int]]:
+    """``(position, of how many)`` of each field whose line would read exactly like another's: a label printed
+    twice (``Variance`` for two groups) gives ``variance`` and ``variance_2``, named in the order the analysis
+    output them. Without the position, which value goes in which field is a guess."""
+    groups: dict[str, list[AnswerField]] = {}
+    for field in schema:
+        groups.setdefault(field_line(field, answer.get(field.name)).split(": ", 1)[1], []).append(field)
+    order: dict[str, tuple[int, int]] = {}
+    for fields in groups.values():
+        if len(fields) > 1:
+            ranked = sorted(fields, key=lambda f: (_repeat_number(f.name), f.name))
+            order.update({f.name: (i, len(fields)) for i, f in enumerate(ranked, start=1)})
+    return order
+
+
+def _repeat_number(name: str) -> int:
+    """The number ``answers`` appends to a name already taken (``variance_2``); 1 for the first."""
+    match = re.fullmatch(r".*_(\d+)", name)
+    return int(match.group(1)) if match else 1
+
+
+def _alike_note(place: tuple[int, int] | None) -> str:
+    if place is None:
+        return ""
+    return (f"; the {_ordinal(place[0])} of the {place[1]} fields described alike here, in the order the analysis "
+            "outputs them")
 
 
 def _ordinal(number: int) -> str:
@@ -151,11 +180,12 @@ def _report_section(schema: list[AnswerField], answer: dict | None = None, intro
     answer = answer or {}
     # Said only where the answer has one, so that every other statement reads as before.
     missing = any(f.name in answer and missing_places(f.type, answer[f.name]) for f in schema)
+    order = _alike_order(schema, answer)
     return [
         "",
         "## What to report",
         intro or "Write `answer.json` in your working directory: one JSON object with exactly these fields.",
-        *[field_line(f, answer.get(f.name)) for f in schema],
+        *[field_line(f, answer.get(f.name)) + _alike_note(order.get(f.name)) for f in schema],
         "",
         "Numbers are graded with a small relative tolerance: report them at full precision, without rounding further "
         "than the original analysis does. Strings must match exactly. Tables may list rows in any order."
