@@ -37,3 +37,23 @@ def test_no_statement_when_every_field_is_given():
     statement, schema, _ = without_stated_fields(_build("4615"), [COUNT], {"residuals_y_count": 4615}, "",
                                                  StageRecorder("tasks"))
     assert statement is None and schema == []
+
+
+def test_fields_that_are_plain_statistics_of_an_input_column_are_found():
+    from trailforge.envs.data_files import column_statistics
+    from trailforge.envs.tasks.answer import raw_statistic_fields
+
+    data = {"data/flu.csv": b"day,cases,temp\n1,3,20.125\n2,272,21.5\n3,45,19.75\n4,7,22.0\n",
+            "notes.md": b"# not a table\n"}
+    statistics, columns = column_statistics("data/flu.csv", data["data/flu.csv"])
+    assert 4.0 in statistics and 272.0 in statistics and columns[1] == [3.0, 272.0, 45.0, 7.0]
+    number = lambda name, **kw: AnswerField(name=name, type="number", label=name, source="stdout", **kw)  # noqa: E731
+    schema = [number("peak_cases"), number("mean_temp", decimals=3, resolution=5e-4), number("rough_mean", decimals=1,
+              resolution=0.05), number("fitted_rate"), number("days"),
+              AnswerField(name="cases_drawn", type="number_list", label="cases", source="plot:f1"),
+              AnswerField(name="cases_scaled", type="number_list", label="cases", source="plot:f1")]
+    answer = {"peak_cases": 272.0, "mean_temp": 20.844, "rough_mean": 20.8, "fitted_rate": 0.04262605962209636,
+              "days": 4, "cases_drawn": [3, 272, 45, 7], "cases_scaled": [0.3, 27.2, 4.5, 0.7]}
+    # the column's maximum and its mean (as printed, 3 decimals) are read off the file; a value printed with
+    # two digits, a fitted number, a small count and a transformed column are not
+    assert raw_statistic_fields(schema, answer, data) == ["peak_cases", "mean_temp", "cases_drawn"]

@@ -10,6 +10,7 @@ from pathlib import Path
 from ...io import SeedRow, StageRecorder
 from ...sandbox import PICKLE_PERTURBER, PICKLE_PERTURBER_SCRIPT, RunRequest, run_cached
 from ..answers import answer_from_run, extract_answer
+from ..data_files import column_statistics
 from ..dependence import VARIANTS, is_pickle, moved_fields, perturb_files
 from ..parameters import seed_literals
 from ..protocol import RunProtocol, recorded_request
@@ -203,3 +204,35 @@ def data_dependent_answer(seed: SeedRow, schema, answer, cfg, sandbox, cache, re
                         f"no answer field moves when the data are perturbed (unchanged: {names})")
         return None
     return moved, {f.name: answer[f.name] for f in moved}
+
+
+# A printed value matches a statistic within half a unit of its last printed place only when it was printed
+# with this many units of that place or more (four significant digits): ``0.3`` is close to many numbers.
+MIN_PRINTED_UNITS = 1000
+
+
+def raw_statistic_fields(schema, answer: dict, data: dict[str, bytes]) -> list[str]:
+    """Names of the fields whose value is a plain statistic of one column of an input table (its minimum,
+    maximum, sum, mean or median, or the table's row count), or a whole column: reading a file gives them,
+    whatever the analysis does. A value printed with few digits matches nothing (``MIN_PRINTED_UNITS``)."""
+    statistics, columns = [], []
+    for path, content in sorted(data.items()):
+        found, values = column_statistics(path, content)
+        statistics += found
+        columns += values
+    if not statistics:
+        return []
+    names = []
+    for field in schema:
+        value = answer.get(field.name)
+        if field.type in ("number", "integer") and isinstance(value, (int, float)) and not isinstance(value, bool):
+            slack = field.resolution or 0.0
+            if slack and abs(value) < MIN_PRINTED_UNITS * slack or float(value).is_integer() and abs(value) < 100:
+                continue  # few digits (or a small whole number: a count) match some statistic by chance
+            if any(abs(value - s) <= max(slack, 1e-9 * abs(s)) for s in statistics):
+                names.append(field.name)
+        elif field.type == "number_list" and isinstance(value, list) and len(value) >= 2:
+            if any(len(c) == len(value) and all(isinstance(v, (int, float)) and abs(v - x) <= 1e-9 * max(abs(x), 1)
+                                                for v, x in zip(value, c)) for c in columns):
+                names.append(field.name)
+    return names

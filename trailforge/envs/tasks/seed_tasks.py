@@ -1,13 +1,13 @@
 """All task types the recipe asks for, from one seed program."""
 from __future__ import annotations
 
-
+from pathlib import Path
 
 from ...io import SeedRow, StageRecorder, TaskRow
 from ..outline import MAX_STEPS
-from .answer import data_dependent_answer, reproducible_answer, seed_answer
+from .answer import data_dependent_answer, raw_statistic_fields, reproducible_answer, seed_answer
 from .completion import build_completions
-from .context import seed_context
+from .context import seed_context, task_id_for
 from .correction import build_corrections
 from .reproduction import attach_controls, build_reproduction, without_line_named_fields
 from .subflow import build_subflows
@@ -32,6 +32,17 @@ def build_seed_tasks(seed: SeedRow, workflow, cfg, sandbox, cache, recorder: Sta
         if narrowed is None:
             return []
         schema, answer = narrowed
+    if schema:
+        tree = Path(seed.tree)
+        raw = raw_statistic_fields(schema, answer, {f.path: (tree / f.path).read_bytes() for f in seed.data_files})
+        recorder.count("answer_fields_raw_data_statistic", len(raw))
+        if raw and len(raw) == len(schema):
+            recorder.reject(task_id_for(seed.seed_id, "reproduction"), "answer_is_raw_data",
+                            "every answer field is a plain statistic of one input column (its minimum, maximum, "
+                            f"sum, mean or median, or a row count): {', '.join(raw[:5])}")
+            return []
+        schema = [f for f in schema if f.name not in raw]
+        answer = {f.name: answer[f.name] for f in schema}
     reproduction = build_reproduction(seed, budget.max_answer_fields, budget.max_table_rows, recorder,
                                       answer=(schema, answer))
     if reproduction is None:

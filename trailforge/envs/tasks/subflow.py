@@ -13,7 +13,7 @@ from ..slicing import REPORT_FUNCTION, SliceError, slice_program
 from ..outline import MAX_STEPS, program_outline
 from .statement import subflow_statement
 from ..workflow import Unit
-from .answer import still_fields
+from .answer import raw_statistic_fields, still_fields
 from .compare import differences, is_number
 from .context import (
     SeedContext, allowed_operators, derived_numbers, parameter_lines, task_id_for, without_stated_fields,
@@ -76,6 +76,11 @@ def _subflow(ctx: SeedContext, target: dict, unit: Unit) -> TaskRow | None:
             ctx.recorder.reject(item, *(moved or ("not_data_dependent",
                                                   f"{name} does not change when the data are perturbed")))
             return None
+    raw = raw_statistic_fields(schema, answer, ctx.data)
+    if raw and len(raw) == len(schema):
+        ctx.recorder.reject(item, "subflow_raw_statistic", f"{name} is a plain statistic of one input column (its "
+                            "minimum, maximum, sum, mean or median): reading the file gives it")
+        return None
     negatives = [{"name": "incomplete", "entrypoint": ctx.seed.script,
                   "files": {**program, reporter: _without_target(program[reporter], name)}}]
     defective = _defective_slice(ctx, program, schema, answer, reporter)
