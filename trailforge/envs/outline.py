@@ -37,10 +37,18 @@ COSMETIC_CALLS = {
     "ioff", "clf", "cla", "set_size_inches", "invert_yaxis", "invert_xaxis", "set_label_position",
 }
 
+# The cosmetic calls that say which figure and axes a drawing lands on, and the titles, axis labels and legend
+# entries a figure field is named by: an outline keeps them when the answer is read off figures
+# (``program_outline(keep=...)``), or "the line in the axes titled 'Sample 1' (figure 2)" names what the
+# listed code never makes.
+FIGURE_CALLS = frozenset({"close", "clf", "cla", "title", "set_title", "suptitle", "xlabel", "ylabel", "set_xlabel",
+                          "set_ylabel", "legend"})
+
 
 @dataclass
 class Outline:
     lines: list[str] = field(default_factory=list)
+    kept_calls: frozenset[str] = frozenset()  # cosmetic calls shown all the same (``FIGURE_CALLS`` or none)
     steps: int = 0
     hidden_strings: int = 0
     cut_lines: int = 0
@@ -146,9 +154,10 @@ def _code(node: ast.AST, outline: Outline) -> str:
     return f"`{text}`" if "`" not in text else f"`{HIDDEN}`"
 
 
-def _is_cosmetic(stmt: ast.stmt) -> bool:
+def _is_cosmetic(stmt: ast.stmt, kept: frozenset[str] = frozenset()) -> bool:
     if isinstance(stmt, ast.Expr):
-        return call_name(stmt.value) in COSMETIC_CALLS
+        name = call_name(stmt.value)
+        return name in COSMETIC_CALLS and name not in kept
     if isinstance(stmt, (ast.Assign, ast.AugAssign)):
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
         # plt.rcParams['font.size'] = 12
@@ -210,7 +219,7 @@ def _walk(body: list[ast.stmt], depth: int, outline: Outline, skip: frozenset[st
             continue
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             continue  # a docstring or a bare literal
-        if _is_cosmetic(stmt):
+        if _is_cosmetic(stmt, outline.kept_calls):
             continue
         if _is_main_guard(stmt):
             number = _walk(stmt.body, depth, outline, skip, number, unused)  # on the module's numbering
@@ -251,13 +260,15 @@ def _walk(body: list[ast.stmt], depth: int, outline: Outline, skip: frozenset[st
     return number
 
 
-def program_outline(program: dict[str, str], entry: str, skip: frozenset[str] = frozenset()) -> Outline:
+def program_outline(program: dict[str, str], entry: str, skip: frozenset[str] = frozenset(),
+                    keep: frozenset[str] = frozenset()) -> Outline:
     """The outline of ``entry``, then of every other file of the program (its helper modules). Functions named
     in ``skip`` are left out; a statement that only calls one with ``(name, value)`` (a slice's ``report_result``)
     becomes the step that says the value there is the requested result. Top-level functions and classes that
     nothing run from ``entry`` names are left out (``unreachable_definitions``; ``verify`` leaves the same
-    code out of what a statement must state), and a last line says so."""
-    outline = Outline()
+    code out of what a statement must state), and a last line says so. Cosmetic calls named in ``keep`` are
+    shown as steps (``FIGURE_CALLS`` when the answer is read off figures)."""
+    outline = Outline(kept_calls=keep)
     unused = unreachable_definitions(program, entry)
     for path in [entry, *sorted(p for p in program if p != entry)]:
         if not path.endswith(".py"):

@@ -1,4 +1,4 @@
-from trailforge.envs.outline import HIDDEN, MAX_STEPS, program_outline, unreachable_definitions
+from trailforge.envs.outline import FIGURE_CALLS, HIDDEN, MAX_STEPS, program_outline, unreachable_definitions
 from trailforge.envs.tasks.statement import reproduction_statement
 
 # ponnhide/DS4GD_HM sample_program/plot2.py, in substance: the line it draws is a running sum.
@@ -156,3 +156,16 @@ def test_a_long_step_keeps_its_last_argument():
     source = ("rows.append({'contig_id': rid, 'host': hosts.get(rid, 'unknown'), 'length_nt': len(seq), "
               "'gc_percent': round(100 * gc_content(seq), 2), 'longest_orf_nt': longest_orf(seq, min_codons=30)})\n")
     assert "min_codons=30" in "\n".join(program_outline({"t.py": source}, "t.py").lines)
+
+
+def test_an_answer_read_off_figures_keeps_the_calls_that_make_and_name_them():
+    program = {"plot.py": "import matplotlib.pyplot as plt\nimport pandas as pd\ndf = pd.read_csv('a.csv')\n"
+                          "for col in df.columns[1:]:\n    plt.plot(df['t'], df[col], 'k')\n    plt.ylim(0, 1)\n"
+                          "    plt.title(col)\n    plt.ylabel('Absorbance')\n    plt.savefig(col + '.png')\n"
+                          "    plt.close()\n"}
+    plain = "\n".join(program_outline(program, "plot.py").lines)
+    assert "plt.close()" not in plain and "plt.title(col)" not in plain
+    # each column's line lands in its own titled figure: the listing must say so, or "figure 2" names nothing
+    shown = "\n".join(program_outline(program, "plot.py", keep=FIGURE_CALLS).lines)
+    assert "plt.title(col)" in shown and "plt.close()" in shown and "plt.ylabel('Absorbance')" in shown
+    assert "savefig" not in shown

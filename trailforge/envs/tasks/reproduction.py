@@ -7,7 +7,7 @@ from pathlib import Path
 from ...io import SeedRow, StageRecorder, TaskRow
 from ..printed import LINE_SOURCE
 from ..protocol import run_note
-from ..outline import MAX_STEPS, program_outline
+from ..outline import FIGURE_CALLS, MAX_STEPS, program_outline
 from .statement import reproduction_statement
 from .answer import seed_answer
 from .context import seed_data, task_id_for, without_stated_fields, workspace_text
@@ -28,7 +28,8 @@ def build_reproduction(seed: SeedRow, max_fields: int, max_table_rows: int, reco
         return None
     data, data_lines = seed_data(seed, program)
     sources = [program[p] for p in seed.program_files]
-    outline = program_outline(program, seed.script)
+    figures = any(f.source.startswith("plot:") for f in schema)
+    outline = program_outline(program, seed.script, keep=FIGURE_CALLS if figures else frozenset())
     # An outline past MAX_STEPS is no statement anyone reads: ``build_seed_tasks`` drops such a Reproduction
     # (``procedure_too_long``) once the seed's other tasks, which show the code, are built on its answer.
     shown = outline.lines if outline.steps <= MAX_STEPS else None
