@@ -10,6 +10,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -458,3 +459,19 @@ def test_a_sandbox_that_cannot_start_is_an_infrastructure_error(backend, monkeyp
     monkeypatch.setattr(local_module.shutil, "which", lambda name: "/bin/false" if name == "bwrap" else real_which(name))
     with pytest.raises(SandboxInfrastructureError, match="did not start"):
         box.run(env, RunRequest(("python", "-c", "print(1)"), {}, timeout_s=5))
+
+
+def test_signals_cannot_reach_processes_outside_the_run(backend):
+    if not _strict(backend):
+        pytest.skip("isolation=off shares the host's processes (a documented limit)")
+    sentinel = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        code = ("import os, signal\nfor name in os.listdir('/proc'):\n"
+                "    if name.isdigit() and int(name) != os.getpid():\n"
+                "        try: os.kill(int(name), signal.SIGKILL)\n        except OSError: pass\n"
+                f"try: os.kill({sentinel.pid}, signal.SIGKILL)\nexcept OSError as exc: print(type(exc).__name__)\n")
+        result = run(backend, code)
+        assert sentinel.poll() is None, "a process of the host was killed from inside the sandbox"
+        assert result.stdout.strip() in ("ProcessLookupError", "PermissionError"), result.stdout
+    finally:
+        sentinel.kill()
