@@ -6,6 +6,7 @@ header (plain names only, the ones the analysis uses first), a JSON file's keys,
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -173,22 +174,23 @@ def describe_data_file(entry: FileEntry, data: bytes, parameters: bool = False, 
 MAX_STATISTIC_BYTES = 5_000_000  # larger tables are not summarised (reading them whole costs too much)
 
 
-def column_statistics(path: str, data: bytes) -> tuple[list[float], list[list[float]]]:
+@functools.lru_cache(maxsize=32)  # each Subflow target of a seed asks again; callers only read the result
+def column_statistics(path: str, data: bytes) -> tuple[tuple[float, ...], tuple[list[float], ...]]:
     """``(statistics, columns)`` of a text table: the count of its data rows and, for every column with two or
     more numbers, its minimum, maximum, sum, mean and median; and the columns themselves. What a program
     gets by reading a file and reducing one column: an answer made only of these tests reading, not
-    analysis. ``([], [])`` for a file that is no table (``_delimiter``), or too large to read here."""
+    analysis. ``((), ())`` for a file that is no table (``_delimiter``), or too large to read here."""
     suffix = PurePosixPath(path).suffix.lower()
     if suffix not in _TABLE_SUFFIXES or len(data) > MAX_STATISTIC_BYTES:
-        return [], []
+        return (), ()
     try:
         text = data.decode("utf-8-sig")
         delimiter = _delimiter(text, suffix)
         rows = [] if delimiter is False else [cells for _, cells in _rows(text, delimiter)]
     except (UnicodeDecodeError, csv.Error):
-        return [], []
+        return (), ()
     if len(rows) < 2:
-        return [], []
+        return (), ()
     header = 0 if any(map(_is_number, rows[0])) else 1  # a first row of names is no data
     statistics: list[float] = [float(len(rows) - header)]
     columns = []
@@ -201,4 +203,4 @@ def column_statistics(path: str, data: bytes) -> tuple[list[float], list[list[fl
         median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
         statistics += [ordered[0], ordered[-1], math.fsum(column), math.fsum(column) / len(column), median]
         columns.append(column)
-    return statistics, columns
+    return tuple(statistics), tuple(columns)

@@ -65,15 +65,15 @@ def _verify(task, cfg, sandbox, cache, recorder, max_fields, max_table_rows) -> 
     runs = reference_runs(reference_run, task.reference_answer, cfg.repeats, cfg.stochastic_repeats)
     if len(runs) > cfg.repeats:
         recorder.count("stochastic_tasks")
-    check_reproducible(task, runs, cfg.max_rel_spread)
+    spreads = check_reproducible(task, runs, cfg.max_rel_spread)
     # The consumer's machine (or an agent's own program) may use other numerical kernels: one run with other
     # kernels shows which fields move with them, and by how much; the tolerance covers that too.
     kernel_runs = [reference_run(KERNEL_RUN_SALT, cfg.kernel_probe_env)] if cfg.kernel_probe_env else []
-    spreads = check_reproducible(task, runs + kernel_runs, cfg.max_rel_spread, "kernel_sensitive" if kernel_runs
-                                 else "not_reproducible")
-    if any(s > 0 for s in answer_spreads(task.answer_schema, task.reference_answer, kernel_runs,
-                                         cfg.max_rel_spread)[0].values()):
-        recorder.count("kernel_sensitive_tasks")
+    if kernel_runs:
+        with_kernels = check_reproducible(task, runs + kernel_runs, cfg.max_rel_spread, "kernel_sensitive")
+        if with_kernels != spreads:
+            recorder.count("kernel_sensitive_tasks")
+        spreads = with_kernels
     tolerances = calibrate(task, spreads, cfg, element_spreads(task, runs + kernel_runs), printed)
     expected = expected_document(task, tolerances)
     positives, negatives, allowed = check_gradable(task, runs, expected, tolerances, cfg, sandbox, env, cache,
